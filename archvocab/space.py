@@ -1,0 +1,221 @@
+"""The GPT-2 heterogeneous search space of LTS, with sampling, mutation and crossover.
+
+Every operator returns a member of the space: per-layer genes are repaired against the
+d_model they end up with (d_inner >= factor x d_model, heads dividing d_model).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from archvocab.errors import InvalidSpec
+from archvocab.spec import DEFAULT_CUTOFFS, DEFAULT_N_POSITIONS, DEFAULT_VOCAB_SIZE, GPT2Spec
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """min..max inclusive in steps of step."""
+
+    min: int
+    max: int
+    step: int = 1
+
+    def values(self, lower: int | None = None) -> list[int]:
+        start = self.min
+        if lower is not None and lower > start:
+            start = self.min + math.ceil((lower - self.min) / self.step) * self.step
+        return list(range(start, self.max + 1, self.step))
+
+    def check(self, name: str) -> None:
+        for part in ("min", "max", "step"):
+            value = getattr(self, part)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidSpec(f"{name}.{part}", f"must be a positive integer, got {value!r}")
+        if self.min > self.max:
+            raise InvalidSpec(f"{name}.min", f"must be <= max ({self.max}), got {self.min}")
+
+
+@dataclass(frozen=True)
+class GPT2Space:
+    """LTS's GPT-2 space; defaults are the paper's ranges. Every range can be overridden."""
+
+    n_layer: IntRange = IntRange(2, 16, 1)
+    d_model: IntRange = IntRange(128, 1024, 64)
+    d_inner: IntRange = IntRange(256, 4096, 64)
+    d_inner_min_factor: float = 2.0  # the paper says 2x d_model; LTS's released code used 1.7x
+    n_head: tuple[int, ...] = (2, 4, 8)
+    d_embed: tuple[int, ...] = (128, 256, 512)
+    div_val: tuple[int, ...] = (1, 2, 4)
+    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
+    vocab_size: int = DEFAULT_VOCAB_SIZE
+    n_positions: int = DEFAULT_N_POSITIONS
+    _d_models: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("n_layer", "d_model", "d_inner"):
+            getattr(self, name).check(name)
+        for name in ("n_head", "d_embed", "div_val"):
+            values = getattr(self, name)
+            if not values or any(not isinstance(v, int) or v < 1 for v in values):
+                raise InvalidSpec(name, f"must be a non-empty list of positive integers, got {values!r}")
+        if not (0 < self.d_inner_min_factor <= 64):
+            raise InvalidSpec("d_inner_min_factor", "must be in (0, 64]")
+        cut = self.cutoffs
+        if any(b <= a for a, b in zip(cut, cut[1:])) or (cut and (cut[0] < 1 or cut[-1] >= self.vocab_size)):
+            raise InvalidSpec("cutoffs", f"must be ascending and inside (0, vocab_size={self.vocab_size})")
+        if min(self.d_embed) // max(self.div_val) ** len(cut) < 1:
+            raise InvalidSpec("div_val", "the smallest d_embed leaves a cluster with no width")
+        usable = tuple(d for d in self.d_model.values() if self._heads_for(d) and self._inners_for(d))
+        if not usable:
+            raise InvalidSpec(
+                "d_model",
+                "no d_model in range has both a head count dividing it and a d_inner >= "
+                f"{self.d_inner_min_factor} x d_model within d_inner.max={self.d_inner.max}",
+            )
+        object.__setattr__(self, "_d_models", usable)
+
+    # -- choices --------------------------------------------------------------------------
+    def _heads_for(self, d_model: int) -> list[int]:
+        return [h for h in self.n_head if d_model % h == 0]
+
+    def _inners_for(self, d_model: int) -> list[int]:
+        return self.d_inner.values(lower=math.ceil(self.d_inner_min_factor * d_model))
+
+    # -- operators ------------------------------------------------------------------------
+    def sample(self, rng: random.Random) -> GPT2Spec:
+        """A uniformly sampled member (each gene uniform over its choices)."""
+        n_layer = rng.choice(self.n_layer.values())
+        d_model = rng.choice(self._d_models)
+        inners, heads = self._inners_for(d_model), self._heads_for(d_model)
+        return self._make(
+            n_layer=n_layer,
+            d_model=d_model,
+            d_inner=[rng.choice(inners) for _ in range(n_layer)],
+            n_head=[rng.choice(heads) for _ in range(n_layer)],
+            d_embed=rng.choice(self.d_embed),
+            div_val=rng.choice(self.div_val),
+        )
+
+    def mutate(self, spec: GPT2Spec, rng: random.Random, p: float = 0.3) -> GPT2Spec:
+        """Resample each gene with probability p (LTS: p = 0.3), then repair."""
+        width = max(self.n_layer.max, spec.n_layer)
+        genes = self._genes(spec, length=width, rng=rng)
+        fresh = self._genes(self.sample(rng), length=width, rng=rng)
+        for name in ("n_layer", "d_model", "d_embed", "div_val"):
+            if rng.random() < p:
+                genes[name] = fresh[name]
+        for name in ("d_inner", "n_head"):
+            genes[name] = [
+                fresh[name][i] if rng.random() < p else value for i, value in enumerate(genes[name])
+            ]
+        return self._repair(genes, rng)
+
+    def crossover(self, a: GPT2Spec, b: GPT2Spec, rng: random.Random, p: float = 0.5) -> GPT2Spec:
+        """Uniform crossover: each gene from b with probability p, else from a; then repair."""
+        width = max(self.n_layer.max, a.n_layer, b.n_layer)
+        ga, gb = self._genes(a, length=width, rng=rng), self._genes(b, length=width, rng=rng)
+        child: dict[str, Any] = {}
+        for name in ("n_layer", "d_model", "d_embed", "div_val"):
+            child[name] = gb[name] if rng.random() < p else ga[name]
+        for name in ("d_inner", "n_head"):
+            child[name] = [y if rng.random() < p else x for x, y in zip(ga[name], gb[name])]
+        return self._repair(child, rng)
+
+    def check_member(self, spec: GPT2Spec) -> None:
+        """Raise InvalidSpec naming the first gene of `spec` outside this space."""
+        if spec.n_layer not in self.n_layer.values():
+            raise InvalidSpec("n_layer", f"{spec.n_layer} not in {self.n_layer}")
+        if spec.d_model not in self._d_models:
+            raise InvalidSpec("d_model", f"{spec.d_model} not in {list(self._d_models)}")
+        inners, heads = set(self._inners_for(spec.d_model)), set(self._heads_for(spec.d_model))
+        for i, (d_inner, n_head) in enumerate(zip(spec.d_inner, spec.n_head)):
+            if d_inner not in inners:
+                raise InvalidSpec("d_inner", f"layer {i}: {d_inner} outside the grid for d_model={spec.d_model}")
+            if n_head not in heads:
+                raise InvalidSpec("n_head", f"layer {i}: {n_head} not in {sorted(heads)}")
+        for name in ("d_embed", "div_val", "cutoffs", "vocab_size", "n_positions"):
+            value, allowed = getattr(spec, name), getattr(self, name)
+            ok = value == allowed if name in ("cutoffs", "vocab_size", "n_positions") else value in allowed
+            if not ok:
+                raise InvalidSpec(name, f"{value!r} not allowed here: {allowed!r}")
+
+    def contains(self, spec: GPT2Spec) -> bool:
+        try:
+            self.check_member(spec)
+        except InvalidSpec:
+            return False
+        return True
+
+    # -- plain data -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("_d_models")
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GPT2Space:
+        """Build from plain data; ranges as {min, max, step}, choices as lists."""
+        allowed = [f for f in cls.__dataclass_fields__ if not f.startswith("_")]
+        kwargs: dict[str, Any] = {}
+        for name, value in data.items():
+            if name not in allowed:
+                raise InvalidSpec(f"space.{name}", f"unknown setting; allowed: {', '.join(allowed)}")
+            if name in ("n_layer", "d_model", "d_inner"):
+                if not isinstance(value, Mapping) or set(value) - {"min", "max", "step"}:
+                    raise InvalidSpec(f"space.{name}", "must be an object with min, max, step")
+                kwargs[name] = IntRange(**{**asdict(getattr(cls, name)), **dict(value)})
+            elif name in ("n_head", "d_embed", "div_val", "cutoffs"):
+                kwargs[name] = tuple(value)
+            else:
+                kwargs[name] = value
+        return cls(**kwargs)
+
+    # -- helpers --------------------------------------------------------------------------
+    def _genes(
+        self, spec: GPT2Spec, length: int | None = None, rng: random.Random | None = None
+    ) -> dict[str, Any]:
+        """Spec as a gene dict; per-layer genes padded to `length` (random or repeated)."""
+        genes: dict[str, Any] = {
+            "n_layer": spec.n_layer,
+            "d_model": spec.d_model,
+            "d_embed": spec.d_embed,
+            "div_val": spec.div_val,
+            "d_inner": list(spec.d_inner),
+            "n_head": list(spec.n_head),
+        }
+        length = length or spec.n_layer
+        for name, choices in (("d_inner", self.d_inner.values()), ("n_head", list(self.n_head))):
+            while len(genes[name]) < length:
+                genes[name].append(rng.choice(choices) if rng else genes[name][-1])
+        return genes
+
+    def _repair(self, genes: dict[str, Any], rng: random.Random) -> GPT2Spec:
+        n_layer, d_model = genes["n_layer"], genes["d_model"]
+        inners, heads = self._inners_for(d_model), self._heads_for(d_model)
+        pad_inner, pad_heads = list(genes["d_inner"]), list(genes["n_head"])
+        while len(pad_inner) < n_layer:
+            pad_inner.append(rng.choice(inners))
+            pad_heads.append(rng.choice(heads))
+        # A gene that the new d_model invalidates is resampled, as LTS does after d_model changes.
+        d_inner = [v if v in inners else rng.choice(inners) for v in pad_inner[:n_layer]]
+        n_head = [v if v in heads else rng.choice(heads) for v in pad_heads[:n_layer]]
+        return self._make(n_layer, d_model, d_inner, n_head, genes["d_embed"], genes["div_val"])
+
+    def _make(
+        self, n_layer: int, d_model: int, d_inner: list[int], n_head: list[int], d_embed: int, div_val: int
+    ) -> GPT2Spec:
+        return GPT2Spec(
+            n_layer=n_layer,
+            d_model=d_model,
+            d_inner=tuple(d_inner),
+            n_head=tuple(n_head),
+            d_embed=d_embed,
+            div_val=div_val,
+            cutoffs=self.cutoffs,
+            vocab_size=self.vocab_size,
+            n_positions=self.n_positions,
+        )
