@@ -1,0 +1,3 @@
+from hwnas.cli import main
+
+raise SystemExit(main())
