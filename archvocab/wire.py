@@ -23,7 +23,7 @@ FAILURE_KINDS = ("invalid_spec", "out_of_memory", "timeout", "error")
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 # -- measurement ----------------------------------------------------------------------------
@@ -237,7 +237,7 @@ class SearchInfo(BaseModel):
 class CandidateInfo(BaseModel):
     arch_id: str
     generation: int
-    status: Literal["queued", "running", "measured", "failed"]
+    status: Literal["queued", "running", "measured", "failed", "cancelled"]
     spec: dict[str, Any]
     objectives: dict[str, float | None]
     feasible: bool | None

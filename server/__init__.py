@@ -1,0 +1,1 @@
+"""The hwnas server: FastAPI routes -> services -> SQLAlchemy store. The only wiring place."""

@@ -1,0 +1,90 @@
+"""HTTP routes. Thin: parse, call a service, shape the response. Errors are mapped in app.py."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import PlainTextResponse
+
+from archvocab.wire import (
+    AgentInfo,
+    AgentRegistration,
+    CandidateInfo,
+    JobLease,
+    JobResult,
+    LeaseRef,
+    LeaseStatus,
+    SearchCreate,
+    SearchInfo,
+)
+from server import jobs, searches
+from server.store import Store
+from server.views import frontier_csv
+
+router = APIRouter(prefix="/api/v1")
+
+
+def _store(request: Request) -> Store:
+    return request.app.state.store
+
+
+@router.post("/searches", status_code=201, response_model=SearchInfo)
+def create_search(body: SearchCreate, request: Request) -> SearchInfo:
+    return searches.create_search(_store(request), body)
+
+
+@router.get("/searches", response_model=list[SearchInfo])
+def list_searches(request: Request) -> list[SearchInfo]:
+    return searches.list_searches(_store(request))
+
+
+@router.get("/searches/{search_id}", response_model=SearchInfo)
+def get_search(search_id: int, request: Request) -> SearchInfo:
+    return searches.get_search_info(_store(request), search_id)
+
+
+@router.get("/searches/{search_id}/pareto", response_model=list[CandidateInfo])
+def get_pareto(
+    search_id: int, request: Request, format: Literal["json", "csv"] = Query("json")
+) -> list[CandidateInfo] | Response:
+    points = searches.pareto(_store(request), search_id)
+    if format == "csv":
+        return PlainTextResponse(frontier_csv(points), media_type="text/csv")
+    return points
+
+
+@router.get("/searches/{search_id}/candidates", response_model=list[CandidateInfo])
+def get_candidates(
+    search_id: int,
+    request: Request,
+    status: Literal["queued", "running", "measured", "failed", "cancelled"] | None = None,
+) -> list[CandidateInfo]:
+    return searches.list_candidates(_store(request), search_id, status)
+
+
+@router.post("/searches/{search_id}/cancel", response_model=SearchInfo)
+def cancel_search(search_id: int, request: Request) -> SearchInfo:
+    return searches.cancel_search(_store(request), search_id)
+
+
+@router.post("/agents", status_code=201, response_model=AgentInfo)
+def register_agent(body: AgentRegistration, request: Request) -> AgentInfo:
+    return jobs.register_agent(_store(request), body)
+
+
+@router.post("/agents/{agent_id}/claim", response_model=JobLease, responses={204: {"description": "no work"}})
+def claim(agent_id: str, request: Request) -> JobLease | Response:
+    lease = jobs.claim(_store(request), agent_id)
+    return Response(status_code=204) if lease is None else lease
+
+
+@router.post("/jobs/{job_id}/heartbeat", response_model=LeaseStatus)
+def heartbeat(job_id: int, body: LeaseRef, request: Request) -> LeaseStatus:
+    return jobs.heartbeat(_store(request), job_id, body)
+
+
+@router.post("/jobs/{job_id}/result")
+def submit_result(job_id: int, body: JobResult, request: Request) -> dict:
+    jobs.submit_result(_store(request), job_id, body)
+    return {"job_id": job_id, "accepted": True}

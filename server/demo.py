@@ -1,0 +1,148 @@
+"""`hwnas demo`: a server on SQLite, one local agent process, a short LTS search, the frontier.
+
+Everything runs for real: uvicorn on a loopback port, the agent as its own process measuring
+PyTorch models, the search over the REST API. The space is LTS's GPT-2 space narrowed so the
+demo finishes in a few minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from server.app import create_app
+from server.settings import Settings
+
+DEVICE_CLASS = "local-cpu"
+
+
+def demo_request(budget: int, seed: int) -> dict:
+    """A narrowed GPT-2 space: the full vocabulary, shallow and narrow enough for a laptop."""
+    per_generation = max(2, budget // 3)
+    return {
+        "name": "hwnas demo",
+        "device_class": DEVICE_CLASS,
+        "space": {
+            "n_layer": {"min": 2, "max": 6},
+            "d_model": {"min": 128, "max": 384, "step": 64},
+            "d_inner": {"min": 256, "max": 1536, "step": 64},
+        },
+        "measurement": {"batch_size": 1, "seq_len": 32, "threads": 1, "warmup": 2, "repeats": 7},
+        "budget": {"max_evaluations": budget},
+        "population": {
+            "initial": per_generation,
+            "parents": max(2, per_generation // 2),
+            "mutations": per_generation // 2,
+            "crossovers": per_generation - per_generation // 2,
+        },
+        "seed": seed,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(db_path: Path, port: int) -> uvicorn.Server:
+    settings = Settings(database_url=Settings.database_url_from(str(db_path)), lease_seconds=60)
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not start on port {port}")
+        time.sleep(0.05)
+    return server
+
+
+def start_agent(url: str, log_path: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "hwnas", "agent", "--server", url, "--device-class", DEVICE_CLASS,
+               "--name", "demo-agent", "--poll-interval", "0.5"]
+    log = log_path.open("w")
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for(client: httpx.Client, search_id: int, console: Console, quiet: bool) -> dict:
+    columns = (TextColumn("[bold]search {task.fields[sid]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("gen {task.fields[gen]}  failed {task.fields[failed]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=quiet, transient=True) as bar:
+        task = bar.add_task("search", total=None, sid=search_id, gen=0, failed=0)
+        while True:
+            info = client.get(f"/api/v1/searches/{search_id}").raise_for_status().json()
+            p = info["progress"]
+            bar.update(task, total=p["budget"], completed=p["measured"] + p["failed"],
+                       gen=p["generation"], failed=p["failed"])
+            if info["status"] != "running":
+                return info
+            time.sleep(0.5)
+
+
+def frontier_table(points: list[dict]) -> Table:
+    table = Table(title=f"Pareto frontier ({len(points)} architectures)")
+    for name in ("arch_id", "layers", "d_model", "d_inner", "heads", "k", "decoder params",
+                 "latency ms (IQR)", "peak mem MB"):
+        table.add_column(name, justify="left" if name in ("arch_id", "d_inner", "heads") else "right")
+    for p in sorted(points, key=lambda p: p["objectives"]["decoder_params"]):
+        s, m = p["spec"], p["measurement"]
+        table.add_row(
+            p["arch_id"], str(s["n_layer"]), str(s["d_model"]), ",".join(map(str, s["d_inner"])),
+            ",".join(map(str, s["n_head"])), str(s["div_val"]),
+            f"{p['objectives']['decoder_params'] / 1e6:.2f}M",
+            f"{m['latency_ms']:.1f} ({m['latency_iqr_ms']:.1f})", f"{m['peak_memory_mb']:.1f}",
+        )
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console(stderr=args.json)
+    db_path = Path(args.db).resolve()
+    port = args.port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = start_server(db_path, port)
+    agent = start_agent(url, db_path.with_suffix(".agent.log"))
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            created = client.post("/api/v1/searches", json=demo_request(args.budget, args.seed))
+            search_id = created.raise_for_status().json()["id"]
+            console.print(f"Search {search_id} started on {url} with 1 agent ({DEVICE_CLASS}).")
+            info = wait_for(client, search_id, console, quiet=False)
+            points = client.get(f"/api/v1/searches/{search_id}/pareto").raise_for_status().json()
+        if args.json:
+            print(json.dumps({"search": info, "pareto": points}, indent=2))
+        else:
+            p = info["progress"]
+            console.print(f"Search {search_id} {info['status']} ({info['finish_reason']}): "
+                          f"{p['measured']} measured, {p['failed']} failed, {p['generation'] + 1} generations.")
+            console.print(frontier_table(points))
+        console.print(f"All candidates:  {url}/api/v1/searches/{search_id}/candidates")
+        console.print(f"Frontier as CSV: {url}/api/v1/searches/{search_id}/pareto?format=csv")
+        console.print(f"Database: {db_path}   agent log: {db_path.with_suffix('.agent.log')}")
+        if args.keep_serving:
+            console.print(f"Serving on {url} until Ctrl-C.")
+            while True:
+                time.sleep(3600)
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        agent.terminate()
+        try:
+            agent.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+        server.should_exit = True

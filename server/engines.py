@@ -1,0 +1,85 @@
+"""Live search engines, one per running search, rebuilt from the store when missing.
+
+The engine is a cache of what the rows say: after a restart `restore` replays the candidate
+rows (in proposal order) and the engine proposes exactly what the live one would have.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from archvocab.space import GPT2Space
+from archvocab.spec import GPT2Spec
+from archvocab.wire import SearchCreate
+from proxies.params import decoder_params, total_params
+from search.lts import PENDING, Candidate, LTSEngine
+from server.db import CandidateRow, SearchRow
+
+
+def score(spec: GPT2Spec) -> dict[str, float]:
+    """The zero-cost proxies every candidate carries."""
+    return {"decoder_params": float(decoder_params(spec)), "total_params": float(total_params(spec))}
+
+
+def measured_values(row: CandidateRow) -> dict[str, float] | None:
+    """Objective values the engine is told for a finished candidate (None: it failed)."""
+    if row.status != "measured" or row.measurement is None:
+        return None
+    return {"latency_ms": row.measurement.latency_ms, "memory_mb": row.measurement.peak_memory_mb}
+
+
+def _engine_kwargs(request: SearchCreate) -> dict:
+    return {
+        "objectives": list(request.objectives),
+        "scorer": score,
+        "seed": request.seed,
+        "max_evaluations": request.budget.max_evaluations,
+        "population": request.population,
+        "constraints": request.constraints,
+    }
+
+
+class EngineCache:
+    """search id -> live LTSEngine. Callers hold the service's write lock."""
+
+    def __init__(self) -> None:
+        self._engines: dict[int, LTSEngine] = {}
+
+    def new(self, search_id: int, request: SearchCreate) -> LTSEngine:
+        engine = LTSEngine(GPT2Space.from_dict(request.space), **_engine_kwargs(request))
+        self._engines[search_id] = engine
+        return engine
+
+    def get(self, session: Session, search: SearchRow) -> LTSEngine:
+        engine = self._engines.get(search.id)
+        if engine is None:
+            engine = self._restore(session, search)
+            self._engines[search.id] = engine
+        return engine
+
+    def clear(self) -> None:
+        self._engines.clear()
+
+    def drop(self, search_id: int) -> None:
+        self._engines.pop(search_id, None)
+
+    @staticmethod
+    def _restore(session: Session, search: SearchRow) -> LTSEngine:
+        request = SearchCreate.model_validate(search.request)
+        rows = session.scalars(
+            select(CandidateRow).where(CandidateRow.search_id == search.id).order_by(CandidateRow.id)
+        ).unique()
+        history = []
+        for row in rows:
+            spec = GPT2Spec.from_dict(row.architecture.spec)
+            done = row.status in ("measured", "failed")
+            history.append((spec, row.generation, measured_values(row) if done else PENDING))
+        return LTSEngine.restore(GPT2Space.from_dict(request.space), history=history, **_engine_kwargs(request))
+
+
+def new_candidate_rows(search_id: int, batch: list[Candidate]) -> list[CandidateRow]:
+    return [
+        CandidateRow(search_id=search_id, arch_id=c.arch_id, generation=c.generation, status="queued")
+        for c in batch
+    ]

@@ -1,0 +1,25 @@
+"""Server-side domain errors; `server.app` translates every HwnasError to HTTP in one place."""
+
+from __future__ import annotations
+
+from archvocab.errors import HwnasError, InvalidSpec
+
+
+class NotFound(HwnasError):
+    def __init__(self, what: str, key: object) -> None:
+        super().__init__(f"{what} {key!r} not found")
+        self.what, self.key = what, key
+
+
+class Conflict(HwnasError):
+    """The request is well-formed but contradicts the current state (e.g. a lost lease)."""
+
+
+STATUS_BY_ERROR: dict[type[HwnasError], int] = {InvalidSpec: 422, NotFound: 404, Conflict: 409}
+
+
+def http_status(error: HwnasError) -> int:
+    for cls in type(error).__mro__:
+        if cls in STATUS_BY_ERROR:
+            return STATUS_BY_ERROR[cls]
+    return 400

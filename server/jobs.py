@@ -1,0 +1,166 @@
+"""The agent-facing service: registration, claims as leases, heartbeats, results.
+
+A claim is a compare-and-set: one conditional UPDATE that only succeeds while the job is still
+queued; its rowcount says who won. Expired leases go back to the queue before new work goes out.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from archvocab.wire import AgentInfo, AgentRegistration, JobLease, JobResult, LeaseRef, LeaseStatus
+from server.db import AgentRow, CandidateRow, MeasurementRow, SearchRow
+from server.engines import measured_values
+from server.errors import Conflict, NotFound
+from server.searches import advance
+from server.settings import as_utc
+from server.store import Store
+
+_CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
+
+
+def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
+    with store.write() as session:
+        now = store.now()
+        agent = AgentRow(
+            id=uuid.uuid4().hex,
+            name=registration.name,
+            device_class=registration.device_class,
+            fingerprint=registration.fingerprint.model_dump(mode="json"),
+            registered_at=now,
+            last_seen_at=now,
+            jobs_done=0,
+            failures=0,
+        )
+        session.add(agent)
+    return AgentInfo(
+        agent_id=agent.id,
+        device_class=agent.device_class,
+        name=agent.name,
+        heartbeat_interval_s=store.settings.heartbeat_interval_s,
+        lease_seconds=store.settings.lease_seconds,
+    )
+
+
+def _agent(session: Session, agent_id: str, now: datetime) -> AgentRow:
+    agent = session.get(AgentRow, agent_id)
+    if agent is None:
+        raise NotFound("agent", agent_id)
+    agent.last_seen_at = now
+    return agent
+
+
+def requeue_expired(session: Session, now: datetime) -> None:
+    """Running jobs whose lease ran out go back to the queue (or are cancelled with their search)."""
+    expired = (CandidateRow.status == "running") & (CandidateRow.lease_expires_at < now)
+    running = select(SearchRow.id).where(SearchRow.status == "running")
+    cleared = {"lease_id": None, "agent_id": None, "lease_expires_at": None}
+    session.execute(
+        update(CandidateRow).where(expired, CandidateRow.search_id.in_(running)).values(status="queued", **cleared)
+    )
+    session.execute(update(CandidateRow).where(expired).values(status="cancelled", **cleared))
+
+
+def claim(store: Store, agent_id: str) -> JobLease | None:
+    with store.write() as session:
+        now = store.now()
+        agent = _agent(session, agent_id, now)
+        requeue_expired(session, now)
+        expires = now + timedelta(seconds=store.settings.lease_seconds)
+        for _ in range(_CLAIM_RACES):
+            job_id = session.scalar(
+                select(CandidateRow.id)
+                .join(SearchRow, SearchRow.id == CandidateRow.search_id)
+                .where(
+                    CandidateRow.status == "queued",
+                    SearchRow.status == "running",
+                    SearchRow.device_class == agent.device_class,
+                )
+                .order_by(CandidateRow.id)
+                .limit(1)
+            )
+            if job_id is None:
+                return None
+            lease_id = uuid.uuid4().hex
+            won = session.execute(
+                update(CandidateRow)
+                .where(CandidateRow.id == job_id, CandidateRow.status == "queued")
+                .values(
+                    status="running",
+                    lease_id=lease_id,
+                    lease_expires_at=expires,
+                    agent_id=agent_id,
+                    attempts=CandidateRow.attempts + 1,
+                )
+            ).rowcount
+            if won == 1:
+                return _lease(session, job_id, lease_id, expires, store.settings.lease_seconds)
+        return None
+
+
+def _lease(session: Session, job_id: int, lease_id: str, expires: datetime, seconds: float) -> JobLease:
+    row = session.get(CandidateRow, job_id, populate_existing=True)
+    search = session.get(SearchRow, row.search_id)
+    return JobLease(
+        job_id=job_id,
+        lease_id=lease_id,
+        lease_expires_at=as_utc(expires),
+        lease_seconds=seconds,
+        search_id=row.search_id,
+        arch_id=row.arch_id,
+        spec=row.architecture.spec,
+        settings=search.request["measurement"],
+    )
+
+
+def _held_job(session: Session, job_id: int, ref: LeaseRef, now: datetime) -> CandidateRow:
+    """The job if `ref` holds its live lease; otherwise Conflict saying why."""
+    row = session.get(CandidateRow, job_id)
+    if row is None:
+        raise NotFound("job", job_id)
+    if row.status != "running" or row.lease_id != ref.lease_id or row.agent_id != ref.agent_id:
+        raise Conflict(
+            f"job {job_id}: lease {ref.lease_id!r} is not held by agent {ref.agent_id!r} "
+            f"(job is {row.status}); the job may have expired and been given to another agent"
+        )
+    if row.lease_expires_at is None or row.lease_expires_at < now:
+        raise Conflict(f"job {job_id}: lease {ref.lease_id!r} expired at {row.lease_expires_at}")
+    return row
+
+
+def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
+    with store.write() as session:
+        now = store.now()
+        _agent(session, ref.agent_id, now)
+        row = _held_job(session, job_id, ref, now)
+        row.lease_expires_at = now + timedelta(seconds=store.settings.lease_seconds)
+        return LeaseStatus(job_id=job_id, lease_expires_at=as_utc(row.lease_expires_at))
+
+
+def submit_result(store: Store, job_id: int, result: JobResult) -> None:
+    with store.write() as session:
+        now = store.now()
+        agent = _agent(session, result.agent_id, now)
+        row = _held_job(session, job_id, result, now)
+        row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
+        if result.measurement is not None:
+            m = result.measurement
+            row.status = "measured"
+            row.measurement = MeasurementRow(
+                agent_id=agent.id, created_at=now, **m.model_dump(mode="json")
+            )
+            agent.jobs_done += 1
+        else:
+            row.status = "failed"
+            row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
+            agent.failures += 1
+        session.flush()
+        search = session.get(SearchRow, row.search_id)
+        if search.status == "running":
+            engine = store.engines.get(session, search)
+            engine.tell(row.arch_id, measured_values(row))
+            advance(store, session, search)

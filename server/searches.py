@@ -1,0 +1,104 @@
+"""The user-facing search service: create, read, cancel. Wires the engine to the store."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from archvocab.wire import CandidateInfo, SearchCreate, SearchInfo
+from server.db import CandidateRow, SearchRow
+from server.frontier import frontier_ids
+from server.store import Store, enqueue, get_search
+from server.views import candidate_info, search_info
+
+
+def create_search(store: Store, request: SearchCreate) -> SearchInfo:
+    with store.write() as session:
+        search = SearchRow(
+            name=request.name,
+            status="running",
+            device_class=request.device_class,
+            request=request.model_dump(mode="json"),
+            created_at=store.now(),
+        )
+        session.add(search)
+        session.flush()
+        store.engines.new(search.id, request)
+        try:
+            advance(store, session, search)
+        except Exception:
+            store.engines.drop(search.id)
+            raise
+        search_id = search.id
+    return get_search_info(store, search_id)
+
+
+def advance(store: Store, session: Session, search: SearchRow) -> None:
+    """Ask the engine for the next generation when the current one is done; finish when spent."""
+    if search.status != "running":
+        return
+    engine = store.engines.get(session, search)
+    batch = engine.ask()
+    if batch:
+        enqueue(session, search.id, batch)
+    if engine.finished:
+        search.status = "finished"
+        search.finish_reason = engine.finish_reason
+        search.finished_at = store.now()
+        store.engines.drop(search.id)
+
+
+def _rows(session: Session, search_id: int) -> list[CandidateRow]:
+    query = select(CandidateRow).where(CandidateRow.search_id == search_id).order_by(CandidateRow.id)
+    return list(session.scalars(query).unique())
+
+
+def get_search_info(store: Store, search_id: int) -> SearchInfo:
+    with store.read() as session:
+        search = get_search(session, search_id)
+        return search_info(search, _rows(session, search_id))
+
+
+def list_searches(store: Store) -> list[SearchInfo]:
+    with store.read() as session:
+        searches = session.scalars(select(SearchRow).order_by(SearchRow.id)).all()
+        return [search_info(s, _rows(session, s.id)) for s in searches]
+
+
+def list_candidates(store: Store, search_id: int, status: str | None = None) -> list[CandidateInfo]:
+    with store.read() as session:
+        search = get_search(session, search_id)
+        request = SearchCreate.model_validate(search.request)
+        rows = _rows(session, search_id)
+        front = frontier_ids(rows, request)
+        return [
+            candidate_info(r, request, r.id in front)
+            for r in rows
+            if status is None or r.status == status
+        ]
+
+
+def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
+    with store.read() as session:
+        search = get_search(session, search_id)
+        request = SearchCreate.model_validate(search.request)
+        rows = _rows(session, search_id)
+        front = frontier_ids(rows, request)
+        return [candidate_info(r, request, True) for r in rows if r.id in front]
+
+
+def cancel_search(store: Store, search_id: int) -> SearchInfo:
+    """Stop proposing; queued jobs are cancelled, running ones may still report."""
+    with store.write() as session:
+        search = get_search(session, search_id)
+        if search.status == "running":
+            search.status = "cancelled"
+            search.finish_reason = "cancelled"
+            search.finished_at = store.now()
+            session.execute(
+                update(CandidateRow)
+                .where(CandidateRow.search_id == search_id, CandidateRow.status == "queued")
+                .values(status="cancelled")
+            )
+            store.engines.drop(search_id)
+    return get_search_info(store, search_id)

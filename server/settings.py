@@ -1,0 +1,30 @@
+"""Server settings, created by entry points (CLI, tests) and passed inward."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+
+def utcnow() -> datetime:
+    """Naive UTC 'now': the store keeps naive UTC datetimes throughout."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = "sqlite:///hwnas.db"
+    lease_seconds: float = 60.0  # a job whose agent stays silent this long goes back to the queue
+    heartbeat_interval_s: float = 10.0
+    clock: Callable[[], datetime] = field(default=utcnow)  # injectable for lease-expiry tests
+
+    @staticmethod
+    def database_url_from(value: str) -> str:
+        """Accept a URL or a plain SQLite file path."""
+        return value if "://" in value else f"sqlite:///{value}"
+
+
+def as_utc(value: datetime) -> datetime:
+    """Attach UTC to a naive datetime read back from the store."""
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value

@@ -1,0 +1,72 @@
+"""The store: session factory, the write lock and the live engines, shared by the services."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from server.db import ArchitectureRow, SearchRow, make_engine
+from server.engines import EngineCache, new_candidate_rows, score
+from server.errors import NotFound
+from server.settings import Settings
+from search.lts import Candidate
+
+
+class Store:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.db = make_engine(settings.database_url)
+        self._sessions = sessionmaker(self.db, expire_on_commit=False)
+        # One writer at a time: engines live in this process and SQLite has a single writer.
+        self.write_lock = threading.RLock()
+        self.engines = EngineCache()
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._sessions() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A transaction under the write lock; commits on success, rolls back on any error."""
+        with self.write_lock:
+            try:
+                with self._sessions() as session, session.begin():
+                    yield session
+            except BaseException:
+                # An engine may have been told something the rollback undid: rebuild from rows.
+                self.engines.clear()
+                raise
+
+    def now(self):
+        return self.settings.clock()
+
+    def close(self) -> None:
+        self.db.dispose()
+
+
+def get_search(session: Session, search_id: int) -> SearchRow:
+    search = session.get(SearchRow, search_id)
+    if search is None:
+        raise NotFound("search", search_id)
+    return search
+
+
+def enqueue(session: Session, search_id: int, batch: list[Candidate]) -> None:
+    """Persist a batch of proposals: architectures (shared) first, then their jobs."""
+    for candidate in batch:
+        if session.get(ArchitectureRow, candidate.arch_id) is None:
+            proxies = score(candidate.spec)
+            session.add(
+                ArchitectureRow(
+                    arch_id=candidate.arch_id,
+                    spec=candidate.spec.to_dict(),
+                    decoder_params=int(proxies["decoder_params"]),
+                    total_params=int(proxies["total_params"]),
+                )
+            )
+    session.flush()
+    session.add_all(new_candidate_rows(search_id, batch))

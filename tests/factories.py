@@ -1,0 +1,82 @@
+"""Factories shared by the server and end-to-end tests."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+TINY_SPACE = {
+    "n_layer": {"min": 2, "max": 3},
+    "d_model": {"min": 64, "max": 128, "step": 64},
+    "d_inner": {"min": 128, "max": 512, "step": 64},
+    "d_embed": [64, 128],
+    "cutoffs": [200, 500],
+    "vocab_size": 1000,
+    "n_positions": 64,
+}
+
+FINGERPRINT = {
+    "hostname": "test-host", "os": "Linux", "cpu_model": "test cpu", "machine": "x86_64",
+    "cores": 2, "ram_bytes": 2**34, "torch_version": "2.13.0", "accelerator": None,
+}
+
+
+def search_request(**overrides: Any) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "name": "test",
+        "device_class": "test-cpu",
+        "space": dict(TINY_SPACE),
+        "measurement": {"seq_len": 16, "warmup": 1, "repeats": 3},
+        "budget": {"max_evaluations": 12},
+        "population": {"initial": 4, "parents": 2, "mutations": 2, "crossovers": 2},
+        "seed": 7,
+    }
+    request.update(overrides)
+    return request
+
+
+def synthetic_measurement(spec: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic stand-in for a device: cost grows with size, plus a per-arch wobble."""
+    size = spec["d_model"] * sum(spec["d_inner"]) + spec["n_layer"] * spec["d_model"] ** 2
+    wobble = int(hashlib.sha256(repr(spec).encode()).hexdigest()[:4], 16) / 65535
+    latency = 1.0 + size / 1e5 * (0.8 + 0.4 * wobble)
+    memory = 5.0 + size / 2e5 * (1.2 - 0.4 * wobble) + spec["d_embed"] / 64
+    return {
+        "latency_ms": latency, "latency_iqr_ms": 0.05 * latency, "latency_samples_ms": [latency] * 3,
+        "peak_memory_mb": memory, "memory_method": "synthetic", "baseline_memory_mb": 0.0,
+        "weights_mb": 1.0, "build_s": 0.01,
+    }
+
+
+def dominates(a: list[float], b: list[float]) -> bool:
+    """a dominates b (all objectives minimised)."""
+    return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+
+def minimised(point: dict[str, Any], objectives: list[str]) -> list[float]:
+    signs = {"decoder_params": -1.0, "total_params": -1.0, "latency_ms": 1.0, "memory_mb": 1.0}
+    return [signs[o] * point["objectives"][o] for o in objectives]
+
+
+def register(client: Any, device_class: str = "test-cpu") -> str:
+    """Register an agent over HTTP (client: TestClient or httpx.Client); returns its id."""
+    response = client.post("/api/v1/agents", json={"device_class": device_class, "fingerprint": FINGERPRINT})
+    assert response.status_code == 201, response.text
+    return response.json()["agent_id"]
+
+
+def play_agent(client: Any, agent_id: str, max_jobs: int = 10_000) -> int:
+    """Claim and report synthetic results until no work is left; returns jobs done."""
+    done = 0
+    while done < max_jobs:
+        claimed = client.post(f"/api/v1/agents/{agent_id}/claim")
+        if claimed.status_code == 204:
+            return done
+        assert claimed.status_code == 200, claimed.text
+        lease = claimed.json()
+        result = {"agent_id": agent_id, "lease_id": lease["lease_id"],
+                  "measurement": synthetic_measurement(lease["spec"])}
+        reported = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result)
+        assert reported.status_code == 200, reported.text
+        done += 1
+    return done

@@ -1,0 +1,142 @@
+"""End to end with real parts: uvicorn on a loopback port, two agent processes measuring real
+PyTorch models, a SQLite file, everything driven through the REST API."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from factories import dominates, minimised, search_request
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Processes:
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, name: str, *args: str) -> subprocess.Popen:
+        log = (self.tmp_path / f"{name}.log").open("a")
+        proc = subprocess.Popen([sys.executable, "-m", "hwnas", *args], stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def log(self, name: str) -> str:
+        return (self.tmp_path / f"{name}.log").read_text()
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def procs(tmp_path):
+    processes = Processes(tmp_path)
+    yield processes
+    processes.stop_all()
+
+
+def _start_server(procs: Processes, db: Path, port: int) -> subprocess.Popen:
+    proc = procs.start("server", "serve", "--port", str(port), "--db", str(db), "--lease-seconds", "20")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError("server did not start:\n" + procs.log("server"))
+
+
+def _wait_finished(client: httpx.Client, search_id: int, procs: Processes, timeout: float = 600) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = client.get(f"/api/v1/searches/{search_id}").json()
+        if info["status"] != "running":
+            return info
+        time.sleep(0.5)
+    raise AssertionError(f"search did not finish: {info}\n{procs.log('agent-0')}")
+
+
+def _check_search(client: httpx.Client, search_id: int, budget: int) -> None:
+    info = client.get(f"/api/v1/searches/{search_id}").json()
+    assert info["status"] == "finished" and info["finish_reason"] == "budget", info
+    candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
+    assert len(candidates) == budget
+    assert len({c["arch_id"] for c in candidates}) == budget, "an architecture was proposed twice"
+    for c in candidates:
+        assert c["status"] == "measured", c
+        m = c["measurement"]
+        assert m["latency_ms"] > 0 and len(m["latency_samples_ms"]) == 3 and m["peak_memory_mb"] > 0
+    objectives = info["request"]["objectives"]
+    front = client.get(f"/api/v1/searches/{search_id}/pareto").json()
+    front_points = [minimised(p, objectives) for p in front]
+    for a in front_points:
+        assert not any(dominates(b, a) for b in front_points), "frontier points dominate each other"
+    front_ids = {p["arch_id"] for p in front}
+    for c in candidates:
+        if c["arch_id"] not in front_ids:
+            point = minimised(c, objectives)
+            assert any(dominates(f, point) for f in front_points), f"{c['arch_id']} is not dominated"
+
+
+def test_two_agents_run_a_search_to_completion(tmp_path, procs):
+    port = _free_port()
+    _start_server(procs, tmp_path / "e2e.db", port)
+    url = f"http://127.0.0.1:{port}"
+    for i in range(2):
+        procs.start(f"agent-{i}", "agent", "--server", url, "--device-class", "test-cpu",
+                    "--name", f"agent-{i}", "--poll-interval", "0.2")
+    with httpx.Client(base_url=url, timeout=30) as client:
+        created = client.post("/api/v1/searches", json=search_request(budget={"max_evaluations": 10}))
+        assert created.status_code == 201, created.text
+        search_id = created.json()["id"]
+        _wait_finished(client, search_id, procs)
+        _check_search(client, search_id, budget=10)
+        agents = {c["measurement"]["agent_id"] for c in
+                  client.get(f"/api/v1/searches/{search_id}/candidates").json()}
+        assert len(agents) == 2, "both agents should have measured something"
+
+
+def test_agents_ride_out_a_server_restart(tmp_path, procs):
+    port = _free_port()
+    db = tmp_path / "restart.db"
+    server = _start_server(procs, db, port)
+    url = f"http://127.0.0.1:{port}"
+    procs.start("agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2")
+    with httpx.Client(base_url=url, timeout=30) as client:
+        search_id = client.post("/api/v1/searches", json=search_request(budget={"max_evaluations": 10})).json()["id"]
+        deadline = time.monotonic() + 300
+        while client.get(f"/api/v1/searches/{search_id}").json()["progress"]["measured"] < 3:
+            assert time.monotonic() < deadline, procs.log("agent-0")
+            time.sleep(0.3)
+    os.kill(server.pid, signal.SIGKILL)
+    server.wait()
+    time.sleep(2)  # the agent sees connection errors and backs off
+    _start_server(procs, db, port)
+    with httpx.Client(base_url=url, timeout=30) as client:
+        _wait_finished(client, search_id, procs)
+        _check_search(client, search_id, budget=10)
