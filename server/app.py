@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from archvocab.errors import HwnasError, InvalidSpec
@@ -34,6 +35,17 @@ def create_app(settings: Settings) -> FastAPI:
         if isinstance(exc, NotFound):
             body["resource"] = exc.what
         return JSONResponse(status_code=http_status(exc), content=body)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        # The offending input is not echoed back: it may not even be JSON-encodable (NaN).
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        fields = ".".join(str(p) for p in errors[0]["loc"] if p != "body") if errors else ""
+        summary = f"{fields}: {errors[0]['msg']}" if errors else "invalid request"
+        return JSONResponse(status_code=422, content={"detail": errors, "message": summary})
 
     @app.get("/healthz")
     def healthz() -> dict:

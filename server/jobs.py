@@ -146,6 +146,9 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
         now = store.now()
         agent = _agent(session, result.agent_id, now)
         row = _held_job(session, job_id, result, now)
+        search = session.get(SearchRow, row.search_id)
+        # Load (or rebuild) the engine before this row changes, so it replays the job as pending.
+        engine = store.engines.get(session, search) if search.status == "running" else None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
         if result.measurement is not None:
             m = result.measurement
@@ -159,8 +162,6 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
         session.flush()
-        search = session.get(SearchRow, row.search_id)
-        if search.status == "running":
-            engine = store.engines.get(session, search)
+        if engine is not None:
             engine.tell(row.arch_id, measured_values(row))
             advance(store, session, search)
