@@ -1,0 +1,156 @@
+"""Exact Pareto (non-dominated) sets for k minimised objectives.
+
+Callers negate maximised objectives first. ``a`` dominates ``b`` iff ``a <= b`` in every
+objective and ``a < b`` in at least one, so identical points never dominate each other and
+all copies of a non-dominated point stay on the front.
+
+Every algorithm here rests on one fact: after a lexicographic sort, a point can only be
+dominated by points before it (a dominator is lexicographically strictly smaller). Two
+objectives get a vectorised O(n log n) sweep, three a staircase sweep (O(n log n) plus list
+moves done in C), more a blocked sweep costing O(n x front size) in vectorised numpy.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+# Rows compared at once in the blocked sweep: large enough to amortise numpy call overhead,
+# small enough that a (block x block x k) boolean temporary stays in cache.
+_BLOCK = 256
+# Front rows compared against one block at a time, which caps temporaries at a few MB when
+# nearly every point is on the front.
+_FRONT_BLOCK = 4096
+
+
+def dominates(a: ArrayLike, b: ArrayLike) -> bool:
+    """True iff ``a`` Pareto-dominates ``b`` (all objectives minimised)."""
+    a_arr, b_arr = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a_arr.shape != b_arr.shape or a_arr.ndim != 1:
+        raise ValueError(
+            f"need two 1-D vectors of equal length, got {a_arr.shape} and {b_arr.shape}"
+        )
+    return bool(np.all(a_arr <= b_arr) and np.any(a_arr < b_arr))
+
+
+def non_dominated_mask(points: ArrayLike) -> NDArray[np.bool_]:
+    """Boolean mask over the rows of an (n, k) array: True where no row dominates it.
+
+    All objectives are minimised. NaN is rejected because it makes dominance undefined;
+    infinities are ordinary values.
+    """
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2:
+        raise ValueError(f"points must be a 2-D (n, k) array, got shape {pts.shape}")
+    n, k = pts.shape
+    if n == 0 or k == 0:
+        # With no objectives, "a < b in at least one" never holds: nothing is dominated.
+        return np.ones(n, dtype=bool)
+    if np.isnan(pts).any():
+        raise ValueError("points contain NaN; dominance is undefined for NaN objectives")
+    order = np.lexsort(pts.T[::-1])  # lexsort's primary key is the last one given
+    ordered = pts[order]
+    if k == 1:
+        kept = ordered[:, 0] == ordered[0, 0]
+    elif k == 2:
+        kept = _sweep_2d(ordered)
+    elif k == 3:
+        kept = _sweep_3d(ordered)
+    else:
+        kept = _sweep_blocked(ordered)
+    mask = np.empty(n, dtype=bool)
+    mask[order] = kept
+    return mask
+
+
+def non_dominated_indices(points: ArrayLike) -> NDArray[np.intp]:
+    """Ascending row indices of the non-dominated points (see `non_dominated_mask`)."""
+    return np.flatnonzero(non_dominated_mask(points))
+
+
+def _sweep_2d(pts: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Non-dominated rows of lexicographically sorted 2-D points.
+
+    A row is dominated by an earlier row with a strictly smaller x and y <= its y, or by a
+    row with the same x and a strictly smaller y (the first row of its x-group).
+    """
+    x, y = pts[:, 0], pts[:, 1]
+    n = len(x)
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = x[1:] != x[:-1]
+    group_start = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
+    best_before = np.empty(n)
+    best_before[0] = np.inf  # never read: group_start > 0 guards it (y may itself be inf)
+    best_before[1:] = np.minimum.accumulate(y)[:-1]
+    by_smaller_x = (group_start > 0) & (best_before[group_start] <= y)
+    return ~(by_smaller_x | (y > y[group_start]))
+
+
+def _sweep_3d(pts: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Non-dominated rows of lexicographically sorted 3-D points.
+
+    Every earlier row has x <= this row's x, so this row is dominated iff some earlier,
+    different row has y' <= y and z' <= z. The (y, z) staircase of the rows kept so far
+    (y ascending, z strictly descending) answers that with one bisection: its last step with
+    y' <= y has the smallest such z'. Copies of a row share its answer and are not compared
+    with each other.
+    """
+    n = len(pts)
+    ys, zs = pts[:, 1].tolist(), pts[:, 2].tolist()
+    repeats = np.zeros(n, dtype=bool)
+    repeats[1:] = (pts[1:] == pts[:-1]).all(axis=1)
+    repeat_list = repeats.tolist()
+    kept = [False] * n
+    stair_y: list[float] = []
+    stair_z: list[float] = []
+    for i in range(n):
+        if repeat_list[i]:
+            kept[i] = kept[i - 1]
+            continue
+        y, z = ys[i], zs[i]
+        j = bisect_right(stair_y, y)
+        if j and stair_z[j - 1] <= z:
+            continue
+        kept[i] = True
+        # The steps this row covers (y' >= y, z' >= z) form one run starting at y's slot.
+        lo = hi = bisect_left(stair_y, y)
+        while hi < len(stair_z) and stair_z[hi] >= z:
+            hi += 1
+        stair_y[lo:hi] = [y]
+        stair_z[lo:hi] = [z]
+    return np.array(kept, dtype=bool)
+
+
+def _sweep_blocked(pts: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Non-dominated rows of lexicographically sorted points, any k.
+
+    A dominated row is also dominated by some non-dominated earlier row (follow the chain of
+    dominators; the order is strict and finite), so each block is checked against the front
+    found so far and against itself, and the front only ever grows.
+    """
+    n, k = pts.shape
+    kept = np.zeros(n, dtype=bool)
+    front = np.empty((0, k))
+    for start in range(0, n, _BLOCK):
+        block = pts[start : start + _BLOCK]
+        dominated = _dominated_by(block, block)
+        for f in range(0, len(front), _FRONT_BLOCK):
+            dominated |= _dominated_by(block, front[f : f + _FRONT_BLOCK])
+        kept[start : start + len(block)] = ~dominated
+        front = np.concatenate([front, block[~dominated]])
+    return kept
+
+
+def _dominated_by(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """For each row: does any of `others` dominate it?"""
+    if len(others) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    # Column by column: numpy reduces a short trailing axis much more slowly.
+    le = others[None, :, 0] <= rows[:, None, 0]
+    lt = others[None, :, 0] < rows[:, None, 0]
+    for j in range(1, rows.shape[1]):
+        le &= others[None, :, j] <= rows[:, None, j]
+        lt |= others[None, :, j] < rows[:, None, j]
+    return (le & lt).any(axis=1)

@@ -1,0 +1,50 @@
+"""What an engine proposes and what a store persists about each proposal."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, NamedTuple
+
+from archvocab.spec import GPT2Spec
+
+
+class PendingType:
+    """Type of `PENDING`: a history record whose result has not arrived yet."""
+
+    _instance: PendingType | None = None
+
+    def __new__(cls) -> PendingType:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING: Final = PendingType()
+
+# A proposal's outcome as persisted: the told values, None (failed) or PENDING.
+Outcome = Mapping[str, float] | None | PendingType
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A proposed architecture, the generation that proposed it and its zero-cost proxies."""
+
+    spec: GPT2Spec
+    generation: int
+    proxies: dict[str, float] = field(hash=False)
+
+    @property
+    def arch_id(self) -> str:
+        return self.spec.arch_id
+
+
+class HistoryRecord(NamedTuple):
+    """One persisted proposal: values are the told dict, None (failed) or PENDING."""
+
+    spec: GPT2Spec
+    generation: int
+    values: Outcome
