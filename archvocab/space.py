@@ -16,6 +16,10 @@ from archvocab.errors import InvalidSpec
 from archvocab.spec import DEFAULT_CUTOFFS, DEFAULT_N_POSITIONS, DEFAULT_VOCAB_SIZE, GPT2Spec
 
 
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 @dataclass(frozen=True)
 class IntRange:
     """min..max inclusive in steps of step."""
@@ -58,12 +62,18 @@ class GPT2Space:
     def __post_init__(self) -> None:
         for name in ("n_layer", "d_model", "d_inner"):
             getattr(self, name).check(name)
-        for name in ("n_head", "d_embed", "div_val"):
+        for name in ("n_head", "d_embed", "div_val", "cutoffs"):
             values = getattr(self, name)
-            if not values or any(not isinstance(v, int) or v < 1 for v in values):
+            if not isinstance(values, tuple) or (not values and name != "cutoffs") or not all(
+                _positive_int(v) for v in values
+            ):
                 raise InvalidSpec(name, f"must be a non-empty list of positive integers, got {values!r}")
-        if not (0 < self.d_inner_min_factor <= 64):
-            raise InvalidSpec("d_inner_min_factor", "must be in (0, 64]")
+        for name in ("vocab_size", "n_positions"):
+            if not _positive_int(getattr(self, name)):
+                raise InvalidSpec(name, f"must be a positive integer, got {getattr(self, name)!r}")
+        factor = self.d_inner_min_factor
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor <= 64):
+            raise InvalidSpec("d_inner_min_factor", f"must be a number in (0, 64], got {factor!r}")
         cut = self.cutoffs
         if any(b <= a for a, b in zip(cut, cut[1:])) or (cut and (cut[0] < 1 or cut[-1] >= self.vocab_size)):
             raise InvalidSpec("cutoffs", f"must be ascending and inside (0, vocab_size={self.vocab_size})")
@@ -163,12 +173,14 @@ class GPT2Space:
         kwargs: dict[str, Any] = {}
         for name, value in data.items():
             if name not in allowed:
-                raise InvalidSpec(f"space.{name}", f"unknown setting; allowed: {', '.join(allowed)}")
+                raise InvalidSpec(name, f"unknown setting; allowed: {', '.join(allowed)}")
             if name in ("n_layer", "d_model", "d_inner"):
                 if not isinstance(value, Mapping) or set(value) - {"min", "max", "step"}:
-                    raise InvalidSpec(f"space.{name}", "must be an object with min, max, step")
+                    raise InvalidSpec(name, "must be an object with min, max, step")
                 kwargs[name] = IntRange(**{**asdict(getattr(cls, name)), **dict(value)})
             elif name in ("n_head", "d_embed", "div_val", "cutoffs"):
+                if not isinstance(value, (list, tuple)):
+                    raise InvalidSpec(name, f"must be a list of positive integers, got {value!r}")
                 kwargs[name] = tuple(value)
             else:
                 kwargs[name] = value

@@ -174,7 +174,7 @@ BAD_SPACES = [
     ({"d_inner": IntRange(0, 4096)}, "d_inner.min", "must be a positive integer, got 0"),
     ({"n_head": ()}, "n_head", "must be a non-empty list of positive integers"),
     ({"d_embed": (128, 0)}, "d_embed", "must be a non-empty list of positive integers"),
-    ({"d_inner_min_factor": 0.0}, "d_inner_min_factor", "must be in (0, 64]"),
+    ({"d_inner_min_factor": 0.0}, "d_inner_min_factor", "must be a number in (0, 64]"),
     ({"cutoffs": (500, 200)}, "cutoffs", "must be ascending and inside (0, vocab_size=50257)"),
     ({"cutoffs": (200, 500), "vocab_size": 400}, "cutoffs", "inside (0, vocab_size=400)"),
     ({"d_embed": (16,), "div_val": (8,)}, "div_val", "the smallest d_embed leaves a cluster"),
@@ -199,9 +199,9 @@ def test_invalid_spaces_name_the_field(kwargs: dict[str, Any], field: str, fragm
 @pytest.mark.parametrize(
     ("data", "field", "fragment"),
     [
-        ({"n_layers": {"min": 2}}, "space.n_layers", "unknown setting; allowed: n_layer, d_model"),
-        ({"d_model": 512}, "space.d_model", "must be an object with min, max, step"),
-        ({"d_model": {"min": 64, "stride": 64}}, "space.d_model", "min, max, step"),
+        ({"n_layers": {"min": 2}}, "n_layers", "unknown setting; allowed: n_layer, d_model"),
+        ({"d_model": 512}, "d_model", "must be an object with min, max, step"),
+        ({"d_model": {"min": 64, "stride": 64}}, "d_model", "min, max, step"),
         ({"n_layer": {"min": 9, "max": 3}}, "n_layer.min", "must be <= max (3), got 9"),
         ({"n_head": []}, "n_head", "non-empty list"),
     ],
