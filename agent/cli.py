@@ -1,0 +1,90 @@
+"""`hwnas agent`: build the HTTP client and the worker from the command line, then run.
+
+The parser lives in `hwnas.cli`; this is where logging and signal handling are set up.
+SIGTERM or SIGINT once: finish and report the current job, then exit. Twice: kill the
+measurement and exit at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+import httpx
+from pydantic import ValidationError
+
+from agent.client import AgentClient
+from agent.fingerprint import device_fingerprint
+from agent.worker import Worker
+from archvocab.wire import AgentRegistration
+
+logger = logging.getLogger("agent")
+HTTP_TIMEOUT_S = 30.0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run an agent as `args` (the `hwnas agent` namespace) says; the process exit code."""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.max_jobs is not None and args.max_jobs < 1:
+        print("hwnas agent: --max-jobs must be >= 1", file=sys.stderr)
+        return 2
+    if not args.server.startswith(("http://", "https://")):
+        print(
+            f"hwnas agent: --server needs http:// or https://, got {args.server!r}", file=sys.stderr
+        )
+        return 2
+    try:
+        registration = AgentRegistration(
+            device_class=args.device_class, name=args.name, fingerprint=device_fingerprint()
+        )
+    except ValidationError as exc:
+        print(f"hwnas agent: invalid argument: {exc}", file=sys.stderr)
+        return 2
+    logger.info("device: %s", registration.fingerprint.model_dump())
+    with httpx.Client(base_url=args.server.rstrip("/"), timeout=HTTP_TIMEOUT_S) as http:
+        worker = Worker(
+            AgentClient(http),
+            registration,
+            poll_interval=args.poll_interval,
+            max_jobs=args.max_jobs,
+            once=args.once,
+            exit_when_idle=args.exit_when_idle,
+        )
+        with stop_on_signals(worker):
+            return worker.run()
+
+
+@contextmanager
+def stop_on_signals(worker: Worker) -> Iterator[None]:
+    """SIGTERM/SIGINT: first stop() (finish the job), then abort(); handlers restored after."""
+
+    received = 0
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        nonlocal received
+        received += 1
+        first = received == 1
+        logger.warning(
+            "%s: %s",
+            signal.Signals(signum).name,
+            "finishing the current job, then exiting" if first else "aborting the current job",
+        )
+        # Event.set() takes a lock the interrupted main thread may hold; set it from a thread.
+        threading.Thread(target=worker.stop if first else worker.abort, daemon=True).start()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,117 @@
+"""The agent's side of the server API, over an injected `httpx.Client`.
+
+The client is given an `httpx.Client` whose base_url is the server root, so tests can pass
+one bound to a real app (Starlette's TestClient is an httpx.Client) or a MockTransport.
+Connection problems surface as `httpx.TransportError`; the worker decides what to retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from archvocab.wire import AgentInfo, AgentRegistration, JobLease, JobResult, LeaseRef
+
+API_PREFIX = "/api/v1"
+
+
+class ApiError(Exception):
+    """The server answered with a status this client did not expect."""
+
+    def __init__(self, method: str, path: str, status: int, detail: str) -> None:
+        super().__init__(f"{method} {path} -> {status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class AgentUnknown(ApiError):
+    """404 for our agent id, e.g. after the server's database was reset: register again."""
+
+
+class BadLease(Exception):
+    """A claimed job whose lease did not validate; the ids are kept so it can be failed."""
+
+    def __init__(self, job_id: int, lease_id: str, message: str) -> None:
+        super().__init__(f"job {job_id}: {message}")
+        self.job_id = job_id
+        self.lease_id = lease_id
+        self.message = message
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:500]
+    if isinstance(body, dict) and "detail" in body:
+        return str(body["detail"])[:500]
+    return str(body)[:500]
+
+
+class AgentClient:
+    """Register, claim, heartbeat and report results: one method per endpoint."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self.http = http
+
+    def _post(self, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> httpx.Response:
+        response = self.http.post(API_PREFIX + path, json=body)
+        if response.status_code not in ok:
+            error = (
+                AgentUnknown
+                if response.status_code == 404 and path.startswith("/agents/")
+                else ApiError
+            )
+            raise error("POST", API_PREFIX + path, response.status_code, _detail(response))
+        return response
+
+    def register(self, registration: AgentRegistration) -> AgentInfo:
+        """POST /agents -> 201 AgentInfo."""
+        response = self._post("/agents", registration.model_dump(mode="json"), ok=(200, 201))
+        try:
+            return AgentInfo.model_validate(response.json())
+        except ValueError as exc:  # not JSON, or not an AgentInfo (pydantic errors are ValueErrors)
+            raise ApiError("POST", API_PREFIX + "/agents", response.status_code, str(exc)) from None
+
+    def claim(self, agent_id: str) -> JobLease | None:
+        """POST /agents/{id}/claim -> a JobLease, or None on 204 (no work for our class).
+
+        Raises AgentUnknown on 404, BadLease when the lease does not validate.
+        """
+        response = self._post(f"/agents/{agent_id}/claim", ok=(200, 204))
+        if response.status_code == 204:
+            return None
+        path = f"{API_PREFIX}/agents/{agent_id}/claim"
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise ApiError("POST", path, response.status_code, f"not JSON: {exc}") from None
+        try:
+            return JobLease.model_validate(data)
+        except ValidationError as exc:
+            if (
+                isinstance(data, dict)
+                and isinstance(data.get("job_id"), int)
+                and "lease_id" in data
+            ):
+                raise BadLease(data["job_id"], str(data["lease_id"]), str(exc)) from None
+            raise ApiError("POST", path, response.status_code, f"unreadable lease: {exc}") from None
+
+    def heartbeat(self, job_id: int, lease: LeaseRef) -> bool:
+        """POST /jobs/{id}/heartbeat; False when the lease is gone (409, or 404 no such job)."""
+        return self._lease_call(f"/jobs/{job_id}/heartbeat", lease.model_dump(mode="json"))
+
+    def submit(self, job_id: int, result: JobResult) -> bool:
+        """POST /jobs/{id}/result; False when the lease is gone (409, or 404 no such job)."""
+        return self._lease_call(f"/jobs/{job_id}/result", result.model_dump(mode="json"))
+
+    def _lease_call(self, path: str, body: dict[str, Any]) -> bool:
+        try:
+            self._post(path, body)
+        except ApiError as exc:
+            if exc.status in (404, 409):
+                return False
+            raise
+        return True

@@ -1,0 +1,82 @@
+"""Process memory high-water marks on the CPU: what one candidate adds above its baseline.
+
+Meant to run in a fresh child process per candidate, so that the high-water mark belongs to
+that candidate alone. Three methods, best first:
+
+- Linux with a writable ``/proc/self/clear_refs``: writing "5" resets the peak RSS (VmHWM) to
+  the current RSS; the baseline is the RSS at that moment.
+- Linux without it: the baseline is the VmHWM before the build (imports included), so a
+  model smaller than the import transient reads as 0.
+- elsewhere: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` before and after.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+MIB = 1024 * 1024
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def read_status_kib(field: str, status: Path = _STATUS) -> int | None:
+    """A ``kB`` field of /proc/self/status (VmRSS, VmHWM...), or None where unavailable."""
+    try:
+        text = status.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return None
+
+
+def _ru_maxrss_bytes() -> int | None:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    value = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return value if sys.platform == "darwin" else value * 1024  # macOS reports bytes, Linux KiB
+
+
+def _reset_hwm() -> bool:
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class MemoryProbe:
+    """A baseline taken just before building; `peak_bytes()` reads the high-water mark since."""
+
+    method: str
+    baseline_bytes: int
+
+    @classmethod
+    def start(cls) -> MemoryProbe:
+        """Take the baseline, resetting the high-water mark first where the kernel allows it."""
+        if read_status_kib("VmHWM") is not None:
+            if _reset_hwm():
+                rss = read_status_kib("VmRSS") or 0
+                return cls("rss_hwm_minus_baseline(clear_refs)", rss * 1024)
+            return cls("rss_hwm_minus_prebuild_hwm", (read_status_kib("VmHWM") or 0) * 1024)
+        maxrss = _ru_maxrss_bytes()
+        if maxrss is not None:
+            return cls("ru_maxrss_minus_prebuild", maxrss)
+        return cls("unavailable", 0)
+
+    def peak_bytes(self) -> int:
+        """The process's high-water mark now, by the same method as the baseline."""
+        if self.method.startswith("rss_hwm"):
+            return (read_status_kib("VmHWM") or 0) * 1024
+        if self.method.startswith("ru_maxrss"):
+            return _ru_maxrss_bytes() or 0
+        return 0
+
+    def peak_above_baseline_bytes(self) -> int:
+        return max(0, self.peak_bytes() - self.baseline_bytes)

@@ -1,0 +1,265 @@
+"""The agent's job loop: register -> claim -> measure -> report, and keep going.
+
+It survives a bad job (the typed failure is reported and the loop goes on) and a server
+outage (connection errors are retried with capped exponential backoff; an unknown-agent 404
+means the server forgot us, so we register again). While a child measures, a background
+thread renews the lease; a 409 there kills the child and drops the job. `stop()` (wired to
+SIGTERM/SIGINT by the CLI) lets the current job finish and be reported, then exits;
+`abort()` kills the current measurement too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from agent.client import AgentClient, AgentUnknown, ApiError, BadLease
+from agent.lease import Backoff, Heartbeats
+from agent.measure import CancelFlag, MeasurementCancelled, measure_candidate
+from archvocab.wire import (
+    AgentInfo,
+    AgentRegistration,
+    Failure,
+    JobLease,
+    JobResult,
+    LeaseRef,
+    MeasurementResult,
+    MeasurementSettings,
+)
+
+logger = logging.getLogger(__name__)
+
+MeasureFn = Callable[..., "MeasurementResult | Failure"]
+COUNTERS = (
+    "registrations",
+    "jobs_claimed",
+    "jobs_done",
+    "measurements_reported",
+    "failures_reported",
+    "conflicts",
+    "jobs_abandoned",
+    "heartbeats",
+    "connection_errors",
+    "api_errors",
+)
+
+
+class Worker:
+    """One agent's loop. Counters are plain attributes, named in COUNTERS:
+
+    registrations (accepted), jobs_claimed, jobs_done (results the server accepted), of which
+    measurements_reported and failures_reported; conflicts (a 409/404 on heartbeat or
+    result: the job was dropped), jobs_abandoned (aborted, or unreportable before the lease
+    ran out), heartbeats (accepted), connection_errors, api_errors (unexpected statuses).
+
+    `max_jobs` counts claimed jobs; `once` is max_jobs=1 and exit at the first "no work";
+    `exit_when_idle` exits after that many seconds without a job, whether the server had no
+    work (exit code 0) or could not be reached (exit code 1).
+    """
+
+    def __init__(
+        self,
+        client: AgentClient,
+        registration: AgentRegistration,
+        *,
+        poll_interval: float = 1.0,
+        max_jobs: int | None = None,
+        once: bool = False,
+        exit_when_idle: float | None = None,
+        backoff: Backoff | None = None,
+        measure: MeasureFn = measure_candidate,
+    ) -> None:
+        self.client = client
+        self.registration = registration
+        self.poll_interval = poll_interval
+        self.max_jobs = 1 if once else max_jobs
+        self.once = once
+        self.exit_when_idle = exit_when_idle
+        self.backoff = backoff or Backoff()
+        self.measure = measure
+        self.info: AgentInfo | None = None
+        self._stop = threading.Event()
+        self._cancel = threading.Event()  # kills the running measurement
+        self._lock = threading.Lock()
+        for name in COUNTERS:
+            setattr(self, name, 0)
+
+    # -- control --------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Finish and report the current job, then exit."""
+        self._stop.set()
+
+    def abort(self) -> None:
+        """Exit now: kill the current measurement, report nothing."""
+        self._stop.set()
+        self._cancel.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def counters(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in COUNTERS}
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    # -- loop -----------------------------------------------------------------------------
+    def run(self) -> int:
+        """Work until stopped, max_jobs, or idle; 0, or 1 if the server stayed unreachable."""
+        idle_since = time.monotonic()
+        while not self._stop.is_set() and not self._enough_jobs():
+            try:
+                lease = self._claim()
+            except (httpx.TransportError, ApiError) as exc:
+                self._on_server_trouble(exc)
+                if self._idle_too_long(idle_since):
+                    logger.error(
+                        "giving up: no contact with the server for %.0f s", self.exit_when_idle
+                    )
+                    return 1
+                self._stop.wait(self.backoff.next())
+                continue
+            self.backoff.reset()
+            if lease is None:
+                if self.once or self._idle_too_long(idle_since):
+                    logger.info("no work; exiting")
+                    break
+                self._stop.wait(self.poll_interval)
+                continue
+            self.process(lease)
+            idle_since = time.monotonic()
+        logger.info("agent stopped: %s", self.counters())
+        return 0
+
+    def _enough_jobs(self) -> bool:
+        return self.max_jobs is not None and self.jobs_claimed >= self.max_jobs
+
+    def _idle_too_long(self, since: float) -> bool:
+        return self.exit_when_idle is not None and time.monotonic() - since >= self.exit_when_idle
+
+    def _on_server_trouble(self, exc: Exception) -> None:
+        if isinstance(exc, httpx.TransportError):
+            self._count("connection_errors")
+            logger.warning("server unreachable (%s); retrying", exc)
+        else:
+            self._count("api_errors")
+            logger.warning("unexpected server answer: %s", exc)
+
+    def _register(self) -> AgentInfo:
+        self.info = self.client.register(self.registration)
+        self._count("registrations")
+        logger.info("registered as agent %s (%s)", self.info.agent_id, self.info.device_class)
+        return self.info
+
+    def _claim(self) -> JobLease | None:
+        info = self.info or self._register()
+        try:
+            try:
+                return self.client.claim(info.agent_id)
+            except AgentUnknown:
+                logger.warning("server does not know agent %s; registering again", info.agent_id)
+                self.info = None
+                info = self._register()
+                return self.client.claim(info.agent_id)
+        except BadLease as exc:
+            self._count("jobs_claimed")
+            logger.error("job %s: unreadable lease: %s", exc.job_id, exc.message)
+            failure = Failure(
+                kind="error", message=f"agent could not read the lease: {exc.message}"[:4000]
+            )
+            self._report(exc.job_id, exc.lease_id, failure, time.monotonic() + info.lease_seconds)
+            return None
+
+    # -- one job --------------------------------------------------------------------------
+    def process(self, lease: JobLease) -> None:
+        """Measure one claimed job under heartbeats and report the outcome."""
+        self._count("jobs_claimed")
+        assert self.info is not None
+        logger.info("job %s: measuring %s", lease.job_id, lease.arch_id)
+        ref = LeaseRef(agent_id=self.info.agent_id, lease_id=lease.lease_id)
+        beats = Heartbeats(
+            self.client,
+            lease.job_id,
+            ref,
+            self._interval(lease),
+            abort=self._cancel,
+            on_beat=lambda: self._count("heartbeats"),
+            on_trouble=self._on_server_trouble,
+        )
+        beats.start()
+        try:
+            outcome = self._measure(lease.spec, lease.settings, beats.cancel)
+        finally:
+            beats.finish()
+        if outcome is None:
+            if beats.lost.is_set():
+                self._count("conflicts")
+                logger.warning("job %s: lease lost; measurement dropped", lease.job_id)
+            else:
+                self._count("jobs_abandoned")
+                logger.warning("job %s: abandoned on abort", lease.job_id)
+            return
+        self._report(lease.job_id, lease.lease_id, outcome, time.monotonic() + lease.lease_seconds)
+
+    def _interval(self, lease: JobLease) -> float:
+        interval = self.info.heartbeat_interval_s if self.info else lease.lease_seconds / 3
+        return max(0.05, min(interval, lease.lease_seconds / 2))
+
+    def _measure(
+        self, spec: Mapping[str, Any], settings: MeasurementSettings, cancel: CancelFlag
+    ) -> MeasurementResult | Failure | None:
+        try:
+            return self.measure(spec, settings, cancel=cancel)
+        except MeasurementCancelled:
+            return None
+        except Exception as exc:  # a bug measuring one job must not end the agent
+            logger.exception("measuring failed unexpectedly")
+            return Failure(kind="error", message=f"{type(exc).__name__}: {exc}"[:4000])
+
+    def _report(
+        self, job_id: int, lease_id: str, outcome: MeasurementResult | Failure, deadline: float
+    ) -> None:
+        assert self.info is not None
+        ref = {"agent_id": self.info.agent_id, "lease_id": lease_id}
+        if isinstance(outcome, Failure):
+            result = JobResult(**ref, failure=outcome)
+        else:
+            result = JobResult(**ref, measurement=outcome)
+        accepted = self._submit(job_id, result, deadline)
+        if accepted is None:
+            self._count("jobs_abandoned")
+        elif not accepted:
+            self._count("conflicts")
+            logger.warning("job %s: result refused, the lease is no longer ours", job_id)
+        else:
+            self._count("jobs_done")
+            self._count(
+                "failures_reported" if isinstance(outcome, Failure) else "measurements_reported"
+            )
+            logger.info("job %s: reported %s", job_id, _summary(outcome))
+
+    def _submit(self, job_id: int, result: JobResult, deadline: float) -> bool | None:
+        """True accepted, False refused (409/404), None given up (server gone past the lease)."""
+        backoff = self.backoff.fresh()
+        while True:
+            try:
+                return self.client.submit(job_id, result)
+            except (httpx.TransportError, ApiError) as exc:
+                self._on_server_trouble(exc)
+            if time.monotonic() >= deadline or self._cancel.is_set():
+                logger.error("job %s: could not report before the lease ran out; dropped", job_id)
+                return None
+            self._cancel.wait(min(backoff.next(), max(0.0, deadline - time.monotonic())))
+
+
+def _summary(outcome: MeasurementResult | Failure) -> str:
+    if isinstance(outcome, Failure):
+        return f"failure {outcome.kind}: {outcome.message[:200]}"
+    return f"latency {outcome.latency_ms:.3f} ms, peak memory {outcome.peak_memory_mb:.1f} MB"

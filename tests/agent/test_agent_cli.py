@@ -1,0 +1,75 @@
+"""`hwnas agent` end to end: a real agent process against the minimal server."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from agent.cli import run
+from hwnas.cli import build_parser
+
+
+def agent_args(url: str, *extra: str) -> list[str]:
+    return [
+        "agent",
+        "--server",
+        url,
+        "--device-class",
+        "cpu-test",
+        "--poll-interval",
+        "0.1",
+        *extra,
+    ]
+
+
+def test_once_measures_one_job_and_exits(live_server: Any, tiny_spec: dict[str, Any]) -> None:
+    state = live_server.state
+    job = state.add_job({**tiny_spec, "d_model": 0})
+    later = state.add_job({**tiny_spec, "d_model": 0})
+    args = build_parser().parse_args(agent_args(live_server.url, "--once", "--name", "cli-test"))
+    assert isinstance(args, argparse.Namespace)
+    assert run(args) == 0
+    assert list(state.results) == [job] and [j["job_id"] for j in state.queue] == [later]
+    assert state.registrations[0].name == "cli-test"
+    assert state.registrations[0].fingerprint.cores >= 1
+
+
+def test_bad_device_class_is_a_usage_error(live_server: Any, capsys: Any) -> None:
+    args = build_parser().parse_args(
+        ["agent", "--server", live_server.url, "--device-class", "a b"]
+    )
+    assert run(args) == 2
+    assert "device_class" in capsys.readouterr().err
+    assert live_server.state.registrations == []
+
+
+def test_sigterm_finishes_the_current_job_then_exits(
+    live_server: Any, tiny_spec: dict[str, Any]
+) -> None:
+    state = live_server.state
+    job = state.add_job(tiny_spec)
+    state.add_job(tiny_spec)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hwnas", *agent_args(live_server.url)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with proc:
+        assert state.job_claimed.wait(60), proc.stderr
+        proc.send_signal(signal.SIGTERM)  # the child needs ~2 s to import torch: mid-job
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "SIGTERM: finishing the current job" in err
+    assert state.results[job].measurement is not None
+    assert len(state.claims) == 1 and len(state.queue) == 1
+    assert out == ""
+
+
+def test_server_url_needs_a_scheme(capsys: Any) -> None:
+    args = build_parser().parse_args(["agent", "--server", "localhost:8000", "--device-class", "x"])
+    assert run(args) == 2
+    assert "http://" in capsys.readouterr().err

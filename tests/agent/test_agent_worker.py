@@ -1,0 +1,309 @@
+"""The job loop against a minimal real HTTP server, and scripted answers for outages."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.child import FAULT_ENV
+from agent.client import AgentClient
+from agent.lease import Backoff
+from agent.worker import Worker
+from archvocab.wire import AgentRegistration, DeviceFingerprint, MeasurementResult
+
+REGISTRATION = AgentRegistration(
+    device_class="cpu-test",
+    name="worker-test",
+    fingerprint=DeviceFingerprint(
+        hostname="test",
+        os="Linux",
+        cpu_model="test cpu",
+        machine="x86_64",
+        cores=1,
+        ram_bytes=2**30,
+        torch_version="2",
+        accelerator=None,
+    ),
+)
+
+
+@pytest.fixture
+def http(live_server: Any) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live_server.url, timeout=10) as client:
+        yield client
+
+
+def make_worker(http: httpx.Client, **options: Any) -> Worker:
+    options.setdefault("poll_interval", 0.05)
+    options.setdefault("backoff", Backoff(initial=0.01, factor=2, cap=0.05))
+    return Worker(AgentClient(http), REGISTRATION, **options)
+
+
+def in_thread(worker: Worker) -> tuple[threading.Thread, list[int]]:
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(worker.run()), daemon=True)
+    thread.start()
+    return thread, codes
+
+
+# -- against the minimal server ---------------------------------------------------------------
+def test_measures_reports_and_exits_when_idle(
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any]
+) -> None:
+    state = live_server.state
+    good = state.add_job(tiny_spec)
+    bad = state.add_job({**tiny_spec, "n_head": [3, 2]})
+    worker = make_worker(http, exit_when_idle=0.3)
+    assert worker.run() == 0
+    assert worker.counters() == {
+        "registrations": 1,
+        "jobs_claimed": 2,
+        "jobs_done": 2,
+        "measurements_reported": 1,
+        "failures_reported": 1,
+        "conflicts": 0,
+        "jobs_abandoned": 0,
+        "heartbeats": worker.heartbeats,
+        "connection_errors": 0,
+        "api_errors": 0,
+    }
+    assert [r.device_class for r in state.registrations] == ["cpu-test"]
+    measurement = state.results[good].measurement
+    assert isinstance(measurement, MeasurementResult)
+    assert len(measurement.latency_samples_ms) == 5 and measurement.peak_memory_mb > 0
+    assert state.results[good].lease_id and state.results[good].failure is None
+    assert (
+        state.results[bad].failure is not None and state.results[bad].failure.kind == "invalid_spec"
+    )
+    # the tiny job takes a couple of seconds in its child; heartbeats go every 0.2 s meanwhile
+    assert worker.heartbeats >= 1 and {job for job, _ in state.heartbeats} == {good}
+    assert len(state.claims) >= 3  # two jobs, then at least one empty claim
+
+
+def test_lost_lease_kills_the_child_and_drops_the_job(
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FAULT_ENV, "hang")  # the child would run until its 60 s timeout
+    state = live_server.state
+    state.refuse_heartbeats = True
+    job = state.add_job(tiny_spec, {"seq_len": 16, "timeout_s": 60})
+    worker = make_worker(http, once=True)
+    started = time.monotonic()
+    assert worker.run() == 0
+    assert time.monotonic() - started < 10
+    assert (worker.conflicts, worker.jobs_done, worker.heartbeats) == (1, 0, 0)
+    assert state.results == {} and state.refused == [("heartbeat", job)]
+
+
+def test_refused_result_counts_a_conflict(
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any]
+) -> None:
+    state = live_server.state
+    state.refuse_results = True
+    job = state.add_job({**tiny_spec, "d_model": 0})
+    worker = make_worker(http, once=True)
+    assert worker.run() == 0
+    assert (worker.conflicts, worker.jobs_done, worker.failures_reported) == (1, 0, 0)
+    assert state.refused == [("result", job)]
+
+
+def test_registers_again_when_the_server_forgets_the_agent(
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any]
+) -> None:
+    state = live_server.state
+    state.forget_agents_on_result = True  # as if its database were reset after each result
+    first, second = (state.add_job({**tiny_spec, "d_model": 0}) for _ in range(2))
+    worker = make_worker(http, max_jobs=2)
+    assert worker.run() == 0
+    assert (worker.registrations, worker.jobs_done, worker.failures_reported) == (2, 2, 2)
+    assert set(state.results) == {first, second}
+    assert len(state.registrations) == 2
+    assert state.results[first].agent_id != state.results[second].agent_id
+
+
+def test_max_jobs_leaves_the_rest_queued(
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any]
+) -> None:
+    state = live_server.state
+    for _ in range(3):
+        state.add_job({**tiny_spec, "d_model": 0})
+    worker = make_worker(http, max_jobs=2)
+    assert worker.run() == 0
+    assert worker.jobs_done == 2 and len(state.queue) == 1 and len(state.claims) == 2
+
+
+def test_stop_finishes_and_reports_the_current_job(
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any]
+) -> None:
+    state = live_server.state
+    job = state.add_job(tiny_spec)
+    state.add_job(tiny_spec)
+    worker = make_worker(http)
+    thread, codes = in_thread(worker)
+    assert state.job_claimed.wait(30)
+    worker.stop()
+    thread.join(60)
+    assert codes == [0]
+    assert worker.jobs_done == 1 and worker.measurements_reported == 1
+    assert isinstance(state.results[job].measurement, MeasurementResult)
+    assert len(state.queue) == 1 and len(state.claims) == 1  # nothing claimed after stop()
+
+
+def test_abort_kills_the_current_job(
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FAULT_ENV, "hang")
+    state = live_server.state
+    state.add_job(tiny_spec, {"seq_len": 16, "timeout_s": 60})
+    worker = make_worker(http)
+    thread, codes = in_thread(worker)
+    assert state.job_claimed.wait(30)
+    worker.abort()
+    thread.join(10)
+    assert codes == [0]
+    assert (worker.jobs_abandoned, worker.jobs_done, worker.conflicts) == (1, 0, 0)
+    assert state.results == {}
+
+
+# -- outages ----------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_gives_up_when_the_server_stays_unreachable() -> None:
+    with httpx.Client(base_url=f"http://127.0.0.1:{free_port()}", timeout=2) as http:
+        worker = make_worker(http, exit_when_idle=0.3)
+        assert worker.run() == 1
+    assert worker.connection_errors >= 2 and worker.registrations == 0
+
+
+Script = dict[str, list[Callable[[httpx.Request], httpx.Response]]]
+
+
+def scripted_http(script: Script) -> httpx.Client:
+    """Answers each path's requests with its queued handlers, then with its last one."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        key = request.url.path.rsplit("/", 1)[-1]
+        answers = script[key]
+        return (answers.pop(0) if len(answers) > 1 else answers[0])(request)
+
+    return httpx.Client(base_url="http://server", transport=httpx.MockTransport(handle))
+
+
+def refused(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("connection refused", request=request)
+
+
+def answer(status: int, body: Any = None) -> Callable[[httpx.Request], httpx.Response]:
+    return lambda request: httpx.Response(status, json=body)
+
+
+AGENT = {
+    "agent_id": "a1",
+    "device_class": "cpu-test",
+    "name": None,
+    "heartbeat_interval_s": 1,
+    "lease_seconds": 30,
+}
+
+
+def lease(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "job_id": 3,
+        "lease_id": "L3",
+        "lease_expires_at": "2030-01-01T00:00:00Z",
+        "lease_seconds": 30,
+        "search_id": 1,
+        "arch_id": "x",
+        "spec": spec,
+        "settings": {"seq_len": 16},
+    }
+
+
+def test_retries_connection_errors_with_backoff_until_the_server_is_back(
+    tiny_spec: dict[str, Any],
+) -> None:
+    script: Script = {
+        "agents": [refused, refused, refused, answer(201, AGENT)],
+        "claim": [refused, answer(200, lease({**tiny_spec, "d_model": 0})), answer(204)],
+        "result": [refused, refused, answer(200, {})],
+    }
+    with scripted_http(script) as http:
+        worker = make_worker(http, exit_when_idle=0.2)
+        assert worker.run() == 0
+    assert worker.connection_errors == 3 + 1 + 2
+    assert (worker.registrations, worker.jobs_done, worker.failures_reported) == (1, 1, 1)
+
+
+def test_backoff_doubles_up_to_the_cap() -> None:
+    backoff = Backoff(initial=0.5, factor=2, cap=10)
+    assert [backoff.next() for _ in range(7)] == [0.5, 1, 2, 4, 8, 10, 10]
+    backoff.reset()
+    assert backoff.next() == 0.5
+
+
+def test_a_server_error_is_retried_like_an_outage() -> None:
+    script: Script = {
+        "agents": [answer(500, {"detail": "boom"}), answer(201, AGENT)],
+        "claim": [answer(204)],
+    }
+    with scripted_http(script) as http:
+        worker = make_worker(http, once=True)
+        assert worker.run() == 0
+    assert (worker.api_errors, worker.registrations, worker.jobs_claimed) == (1, 1, 0)
+
+
+def test_an_unreadable_lease_is_reported_as_an_error(tiny_spec: dict[str, Any]) -> None:
+    bad = {**lease(tiny_spec), "settings": {"seq_len": 16, "precision": "fp8"}}
+    sent: list[httpx.Request] = []
+
+    def accept(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={})
+
+    script: Script = {
+        "agents": [answer(201, AGENT)],
+        "claim": [answer(200, bad)],
+        "result": [accept],
+    }
+    with scripted_http(script) as http:
+        worker = make_worker(http, once=True)
+        assert worker.run() == 0
+    assert (worker.jobs_claimed, worker.failures_reported) == (1, 1)
+    body = json.loads(sent[0].content)
+    assert body["lease_id"] == "L3" and body["failure"]["kind"] == "error"
+    assert "precision" in body["failure"]["message"]
+
+
+def test_survives_a_server_restart_with_a_fresh_database(
+    tiny_spec: dict[str, Any], minimal_server: Any
+) -> None:
+    state_cls, serving = minimal_server
+    first, second = state_cls(), state_cls()
+    first.add_job({**tiny_spec, "d_model": 0})
+    second.add_job({**tiny_spec, "d_model": 0})
+    port = free_port()
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
+        worker = make_worker(http, max_jobs=2)
+        with serving(first, port=port):
+            thread, codes = in_thread(worker)
+            deadline = time.monotonic() + 30
+            while not first.results and time.monotonic() < deadline:
+                time.sleep(0.02)
+        time.sleep(0.3)  # down: the worker meets refused connections and backs off
+        with serving(second, port=port):  # back, with no memory of the agent
+            thread.join(30)
+    assert codes == [0]
+    assert len(first.results) == 1 and len(second.results) == 1
+    assert worker.connection_errors >= 1 and worker.registrations == 2
+    assert worker.jobs_done == 2 and len(second.registrations) == 1
