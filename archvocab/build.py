@@ -63,7 +63,8 @@ class AdaptiveEmbedding(nn.Module):
         )
         needs_proj = spec.div_val > 1 or spec.d_embed != spec.d_model
         self.projs = nn.ParameterList(
-            nn.Parameter(torch.randn(spec.d_model, w) * 0.02) for w in (widths if needs_proj else [])
+            nn.Parameter(torch.randn(spec.d_model, w) * 0.02)
+            for w in (widths if needs_proj else [])
         )
         self.d_model = spec.d_model
 
@@ -94,7 +95,9 @@ class AdaptiveSoftmax(nn.Module):
         self.cluster_weight = nn.Parameter(torch.zeros(self.n_clusters, spec.d_embed))
         self.cluster_bias = nn.Parameter(torch.zeros(self.n_clusters))
         self.head_proj = (
-            nn.Parameter(torch.randn(spec.d_model, spec.d_embed) * 0.02) if len(embedding.projs) else None
+            nn.Parameter(torch.randn(spec.d_model, spec.d_embed) * 0.02)
+            if len(embedding.projs)
+            else None
         )
 
     def _weight(self, i: int) -> torch.Tensor:
@@ -124,7 +127,9 @@ class AdaptiveSoftmax(nn.Module):
         for i in range(1, self.n_clusters + 1):
             lo, hi = self.bounds[i], self.bounds[i + 1]
             logits = F.linear(self._project(hidden, i), self._weight(i), self.bias[lo:hi])
-            parts.append(head[..., self.bounds[1] + i - 1 : self.bounds[1] + i] + F.log_softmax(logits, -1))
+            parts.append(
+                head[..., self.bounds[1] + i - 1 : self.bounds[1] + i] + F.log_softmax(logits, -1)
+            )
         return torch.cat(parts, dim=-1)
 
 
@@ -137,7 +142,8 @@ class GPT2(nn.Module):
         self.embed = AdaptiveEmbedding(spec)
         self.pos = nn.Embedding(spec.n_positions, spec.d_model)
         self.blocks = nn.ModuleList(
-            Block(spec.d_model, d_inner, n_head) for d_inner, n_head in zip(spec.d_inner, spec.n_head)
+            Block(spec.d_model, d_inner, n_head)
+            for d_inner, n_head in zip(spec.d_inner, spec.n_head)
         )
         self.ln_f = nn.LayerNorm(spec.d_model)
         self.head = AdaptiveSoftmax(spec, self.embed)

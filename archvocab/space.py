@@ -64,22 +64,36 @@ class GPT2Space:
             getattr(self, name).check(name)
         for name in ("n_head", "d_embed", "div_val", "cutoffs"):
             values = getattr(self, name)
-            if not isinstance(values, tuple) or (not values and name != "cutoffs") or not all(
-                _positive_int(v) for v in values
+            if (
+                not isinstance(values, tuple)
+                or (not values and name != "cutoffs")
+                or not all(_positive_int(v) for v in values)
             ):
-                raise InvalidSpec(name, f"must be a non-empty list of positive integers, got {values!r}")
+                raise InvalidSpec(
+                    name, f"must be a non-empty list of positive integers, got {values!r}"
+                )
         for name in ("vocab_size", "n_positions"):
             if not _positive_int(getattr(self, name)):
                 raise InvalidSpec(name, f"must be a positive integer, got {getattr(self, name)!r}")
         factor = self.d_inner_min_factor
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor <= 64):
+        if (
+            isinstance(factor, bool)
+            or not isinstance(factor, (int, float))
+            or not (0 < factor <= 64)
+        ):
             raise InvalidSpec("d_inner_min_factor", f"must be a number in (0, 64], got {factor!r}")
         cut = self.cutoffs
-        if any(b <= a for a, b in zip(cut, cut[1:])) or (cut and (cut[0] < 1 or cut[-1] >= self.vocab_size)):
-            raise InvalidSpec("cutoffs", f"must be ascending and inside (0, vocab_size={self.vocab_size})")
+        if any(b <= a for a, b in zip(cut, cut[1:])) or (
+            cut and (cut[0] < 1 or cut[-1] >= self.vocab_size)
+        ):
+            raise InvalidSpec(
+                "cutoffs", f"must be ascending and inside (0, vocab_size={self.vocab_size})"
+            )
         if min(self.d_embed) // max(self.div_val) ** len(cut) < 1:
             raise InvalidSpec("div_val", "the smallest d_embed leaves a cluster with no width")
-        usable = tuple(d for d in self.d_model.values() if self._heads_for(d) and self._inners_for(d))
+        usable = tuple(
+            d for d in self.d_model.values() if self._heads_for(d) and self._inners_for(d)
+        )
         if not usable:
             raise InvalidSpec(
                 "d_model",
@@ -144,12 +158,18 @@ class GPT2Space:
         inners, heads = set(self._inners_for(spec.d_model)), set(self._heads_for(spec.d_model))
         for i, (d_inner, n_head) in enumerate(zip(spec.d_inner, spec.n_head)):
             if d_inner not in inners:
-                raise InvalidSpec("d_inner", f"layer {i}: {d_inner} outside the grid for d_model={spec.d_model}")
+                raise InvalidSpec(
+                    "d_inner", f"layer {i}: {d_inner} outside the grid for d_model={spec.d_model}"
+                )
             if n_head not in heads:
                 raise InvalidSpec("n_head", f"layer {i}: {n_head} not in {sorted(heads)}")
         for name in ("d_embed", "div_val", "cutoffs", "vocab_size", "n_positions"):
             value, allowed = getattr(spec, name), getattr(self, name)
-            ok = value == allowed if name in ("cutoffs", "vocab_size", "n_positions") else value in allowed
+            ok = (
+                value == allowed
+                if name in ("cutoffs", "vocab_size", "n_positions")
+                else value in allowed
+            )
             if not ok:
                 raise InvalidSpec(name, f"{value!r} not allowed here: {allowed!r}")
 
@@ -218,7 +238,13 @@ class GPT2Space:
         return self._make(n_layer, d_model, d_inner, n_head, genes["d_embed"], genes["div_val"])
 
     def _make(
-        self, n_layer: int, d_model: int, d_inner: list[int], n_head: list[int], d_embed: int, div_val: int
+        self,
+        n_layer: int,
+        d_model: int,
+        d_inner: list[int],
+        n_head: list[int],
+        d_embed: int,
+        div_val: int,
     ) -> GPT2Spec:
         return GPT2Spec(
             n_layer=n_layer,

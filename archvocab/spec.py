@@ -23,8 +23,15 @@ DEFAULT_N_POSITIONS = 1024
 DEFAULT_CUTOFFS = (19997, 39997)
 
 _FIELDS = (
-    "n_layer", "d_model", "d_inner", "n_head", "d_embed", "div_val", "cutoffs",
-    "vocab_size", "n_positions",
+    "n_layer",
+    "d_model",
+    "d_inner",
+    "n_head",
+    "d_embed",
+    "div_val",
+    "cutoffs",
+    "vocab_size",
+    "n_positions",
 )
 
 
@@ -167,7 +174,9 @@ def _validate(spec: GPT2Spec) -> None:
                 "n_head", f"layer {i}: {heads} heads must be >= 1 and divide d_model={spec.d_model}"
             )
     cut = spec.cutoffs
-    if any(b <= a for a, b in zip(cut, cut[1:])) or (cut and (cut[0] < 1 or cut[-1] >= spec.vocab_size)):
+    if any(b <= a for a, b in zip(cut, cut[1:])) or (
+        cut and (cut[0] < 1 or cut[-1] >= spec.vocab_size)
+    ):
         raise InvalidSpec(
             "cutoffs", f"must be strictly ascending and inside (0, vocab_size={spec.vocab_size})"
         )

@@ -18,7 +18,12 @@ PROXY_OBJECTIVES = ("decoder_params", "total_params")
 HARDWARE_OBJECTIVES = ("latency_ms", "memory_mb")
 OBJECTIVES = PROXY_OBJECTIVES + HARDWARE_OBJECTIVES
 # Proxies are maximised (more decoder parameters predict lower perplexity); cost is minimised.
-OBJECTIVE_SENSE = {"decoder_params": "max", "total_params": "max", "latency_ms": "min", "memory_mb": "min"}
+OBJECTIVE_SENSE = {
+    "decoder_params": "max",
+    "total_params": "max",
+    "latency_ms": "min",
+    "memory_mb": "min",
+}
 FAILURE_KINDS = ("invalid_spec", "out_of_memory", "timeout", "error")
 
 
@@ -163,7 +168,9 @@ class SearchCreate(Strict):
     space: dict[str, Any] = Field(
         default_factory=dict, description="overrides of the GPT-2 space (see GPT2Space)"
     )
-    objectives: list[str] = Field(default_factory=lambda: ["decoder_params", "latency_ms", "memory_mb"])
+    objectives: list[str] = Field(
+        default_factory=lambda: ["decoder_params", "latency_ms", "memory_mb"]
+    )
     device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
     measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
     budget: Budget = Field(default_factory=Budget)
@@ -190,9 +197,13 @@ class SearchCreate(Strict):
         if len(set(value)) != len(value):
             raise ValueError("objectives must not repeat")
         if sum(v in PROXY_OBJECTIVES for v in value) != 1:
-            raise ValueError(f"exactly one proxy objective is needed, one of: {', '.join(PROXY_OBJECTIVES)}")
+            raise ValueError(
+                f"exactly one proxy objective is needed, one of: {', '.join(PROXY_OBJECTIVES)}"
+            )
         if not any(v in HARDWARE_OBJECTIVES for v in value):
-            raise ValueError(f"at least one hardware objective is needed: {', '.join(HARDWARE_OBJECTIVES)}")
+            raise ValueError(
+                f"at least one hardware objective is needed: {', '.join(HARDWARE_OBJECTIVES)}"
+            )
         return value
 
     @model_validator(mode="after")

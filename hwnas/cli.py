@@ -22,10 +22,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the search server")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--db", default="sqlite:///hwnas.db", help="database URL or SQLite file path")
+    serve.add_argument(
+        "--db", default="sqlite:///hwnas.db", help="database URL or SQLite file path"
+    )
     serve.add_argument("--lease-seconds", type=float, default=60.0)
 
-    demo = sub.add_parser("demo", help="server + one local agent + a short search, then the frontier")
+    demo = sub.add_parser(
+        "demo", help="server + one local agent + a short search, then the frontier"
+    )
     demo.add_argument("--db", default="hwnas-demo.db", help="SQLite file for the demo's store")
     demo.add_argument("--port", type=int, default=0, help="0 picks a free port")
     demo.add_argument("--budget", type=int, default=24, help="candidates to measure")
@@ -35,12 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     agent = sub.add_parser("agent", help="measure candidates for a server on this device")
     agent.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8000")
-    agent.add_argument("--device-class", required=True, help="the class of device this agent serves")
+    agent.add_argument(
+        "--device-class", required=True, help="the class of device this agent serves"
+    )
     agent.add_argument("--name", default=None)
     agent.add_argument("--once", action="store_true", help="measure at most one job, then exit")
     agent.add_argument("--max-jobs", type=int, default=None)
-    agent.add_argument("--exit-when-idle", type=float, default=None, metavar="SECONDS",
-                       help="exit after this long without work")
+    agent.add_argument(
+        "--exit-when-idle",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="exit after this long without work",
+    )
     agent.add_argument("--poll-interval", type=float, default=1.0)
 
     proxies = sub.add_parser("proxies", help="proxy tools")
@@ -58,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        print(f"hwnas {args.command}: a required package is missing ({exc.name}); "
-              "install the matching extra, e.g. pip install 'hwnas[server]'", file=sys.stderr)
+        print(
+            f"hwnas {args.command}: a required package is missing ({exc.name}); "
+            "install the matching extra, e.g. pip install 'hwnas[server]'",
+            file=sys.stderr,
+        )
         return 2
     return int(getattr(module, func_name)(args) or 0)

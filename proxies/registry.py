@@ -21,10 +21,18 @@ class Proxy:
 PROXIES: dict[str, Proxy] = {
     p.name: p
     for p in (
-        Proxy("decoder_params", "zero", params.decoder_params,
-              "attention + feed-forward + layer-norm parameters (LTS)"),
-        Proxy("total_params", "zero", params.total_params,
-              "all parameters, embeddings and output head included"),
+        Proxy(
+            "decoder_params",
+            "zero",
+            params.decoder_params,
+            "attention + feed-forward + layer-norm parameters (LTS)",
+        ),
+        Proxy(
+            "total_params",
+            "zero",
+            params.total_params,
+            "all parameters, embeddings and output head included",
+        ),
     )
 }
 
@@ -33,4 +41,6 @@ def get_proxy(name: str) -> Proxy:
     try:
         return PROXIES[name]
     except KeyError:
-        raise InvalidSpec("proxy", f"unknown proxy {name!r}; allowed: {', '.join(PROXIES)}") from None
+        raise InvalidSpec(
+            "proxy", f"unknown proxy {name!r}; allowed: {', '.join(PROXIES)}"
+        ) from None

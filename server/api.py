@@ -73,7 +73,9 @@ def register_agent(body: AgentRegistration, request: Request) -> AgentInfo:
     return jobs.register_agent(_store(request), body)
 
 
-@router.post("/agents/{agent_id}/claim", response_model=JobLease, responses={204: {"description": "no work"}})
+@router.post(
+    "/agents/{agent_id}/claim", response_model=JobLease, responses={204: {"description": "no work"}}
+)
 def claim(agent_id: str, request: Request) -> JobLease | Response:
     lease = jobs.claim(_store(request), agent_id)
     return Response(status_code=204) if lease is None else lease

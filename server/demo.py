@@ -71,22 +71,44 @@ def start_server(db_path: Path, port: int) -> uvicorn.Server:
 
 
 def start_agent(url: str, log_path: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", "hwnas", "agent", "--server", url, "--device-class", DEVICE_CLASS,
-               "--name", "demo-agent", "--poll-interval", "0.5"]
+    command = [
+        sys.executable,
+        "-m",
+        "hwnas",
+        "agent",
+        "--server",
+        url,
+        "--device-class",
+        DEVICE_CLASS,
+        "--name",
+        "demo-agent",
+        "--poll-interval",
+        "0.5",
+    ]
     log = log_path.open("w")
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
 
 def wait_for(client: httpx.Client, search_id: int, console: Console, quiet: bool) -> dict:
-    columns = (TextColumn("[bold]search {task.fields[sid]}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("gen {task.fields[gen]}  failed {task.fields[failed]}"), TimeElapsedColumn())
+    columns = (
+        TextColumn("[bold]search {task.fields[sid]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("gen {task.fields[gen]}  failed {task.fields[failed]}"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console, disable=quiet, transient=True) as bar:
         task = bar.add_task("search", total=None, sid=search_id, gen=0, failed=0)
         while True:
             info = client.get(f"/api/v1/searches/{search_id}").raise_for_status().json()
             p = info["progress"]
-            bar.update(task, total=p["budget"], completed=p["measured"] + p["failed"],
-                       gen=p["generation"], failed=p["failed"])
+            bar.update(
+                task,
+                total=p["budget"],
+                completed=p["measured"] + p["failed"],
+                gen=p["generation"],
+                failed=p["failed"],
+            )
             if info["status"] != "running":
                 return info
             time.sleep(0.5)
@@ -94,16 +116,39 @@ def wait_for(client: httpx.Client, search_id: int, console: Console, quiet: bool
 
 def frontier_table(points: list[dict]) -> Table:
     table = Table(title=f"Pareto frontier ({len(points)} architectures)")
-    for name in ("arch_id", "layers", "d_model", "d_inner", "heads", "k", "decoder params",
-                 "latency ms (IQR)", "peak mem MB"):
-        table.add_column(name, justify="left" if name in ("arch_id", "d_inner", "heads") else "right")
+    for name in (
+        "arch_id",
+        "layers",
+        "d_model",
+        "d_inner",
+        "heads",
+        "k",
+        "dec. params",
+        "latency ms",
+        "IQR",
+        "peak MB",
+    ):
+        table.add_column(
+            name, justify="left" if name in ("arch_id", "d_inner", "heads") else "right"
+        )
     for p in sorted(points, key=lambda p: p["objectives"]["decoder_params"]):
         s, m = p["spec"], p["measurement"]
+        inner = (
+            f"{min(s['d_inner'])}-{max(s['d_inner'])}"
+            if len(set(s["d_inner"])) > 1
+            else str(s["d_inner"][0])
+        )
         table.add_row(
-            p["arch_id"], str(s["n_layer"]), str(s["d_model"]), ",".join(map(str, s["d_inner"])),
-            ",".join(map(str, s["n_head"])), str(s["div_val"]),
+            p["arch_id"][:8],
+            str(s["n_layer"]),
+            str(s["d_model"]),
+            inner,
+            "/".join(map(str, s["n_head"])),
+            str(s["div_val"]),
             f"{p['objectives']['decoder_params'] / 1e6:.2f}M",
-            f"{m['latency_ms']:.1f} ({m['latency_iqr_ms']:.1f})", f"{m['peak_memory_mb']:.1f}",
+            f"{m['latency_ms']:.1f}",
+            f"{m['latency_iqr_ms']:.1f}",
+            f"{m['peak_memory_mb']:.1f}",
         )
     return table
 
@@ -126,16 +171,25 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"search": info, "pareto": points}, indent=2))
         else:
             p = info["progress"]
-            console.print(f"Search {search_id} {info['status']} ({info['finish_reason']}): "
-                          f"{p['measured']} measured, {p['failed']} failed, {p['generation'] + 1} generations.")
+            console.print(
+                f"Search {search_id} {info['status']} ({info['finish_reason']}): "
+                f"{p['measured']} measured, {p['failed']} failed, "
+                f"{p['generation'] + 1} generations."
+            )
             console.print(frontier_table(points))
-        console.print(f"All candidates:  {url}/api/v1/searches/{search_id}/candidates")
-        console.print(f"Frontier as CSV: {url}/api/v1/searches/{search_id}/pareto?format=csv")
-        console.print(f"Database: {db_path}   agent log: {db_path.with_suffix('.agent.log')}")
+        console.print(
+            f"Everything is stored in {db_path} (agent log: {db_path.with_suffix('.agent.log')})."
+        )
         if args.keep_serving:
-            console.print(f"Serving on {url} until Ctrl-C.")
+            console.print(f"All candidates:  {url}/api/v1/searches/{search_id}/candidates")
+            console.print(f"Frontier as CSV: {url}/api/v1/searches/{search_id}/pareto?format=csv")
+            console.print(f"API docs:        {url}/docs   (serving until Ctrl-C)")
             while True:
                 time.sleep(3600)
+        console.print(
+            f"Browse it again: hwnas serve --db {db_path}, then "
+            f"http://127.0.0.1:8000/api/v1/searches/{search_id}/pareto (or ?format=csv)"
+        )
         return 0
     except KeyboardInterrupt:
         return 130

@@ -19,7 +19,10 @@ from server.db import CandidateRow, SearchRow
 
 def score(spec: GPT2Spec) -> dict[str, float]:
     """The zero-cost proxies every candidate carries."""
-    return {"decoder_params": float(decoder_params(spec)), "total_params": float(total_params(spec))}
+    return {
+        "decoder_params": float(decoder_params(spec)),
+        "total_params": float(total_params(spec)),
+    }
 
 
 def measured_values(row: CandidateRow) -> dict[str, float] | None:
@@ -68,18 +71,24 @@ class EngineCache:
     def _restore(session: Session, search: SearchRow) -> LTSEngine:
         request = SearchCreate.model_validate(search.request)
         rows = session.scalars(
-            select(CandidateRow).where(CandidateRow.search_id == search.id).order_by(CandidateRow.id)
+            select(CandidateRow)
+            .where(CandidateRow.search_id == search.id)
+            .order_by(CandidateRow.id)
         ).unique()
         history = []
         for row in rows:
             spec = GPT2Spec.from_dict(row.architecture.spec)
             done = row.status in ("measured", "failed")
             history.append((spec, row.generation, measured_values(row) if done else PENDING))
-        return LTSEngine.restore(GPT2Space.from_dict(request.space), history=history, **_engine_kwargs(request))
+        return LTSEngine.restore(
+            GPT2Space.from_dict(request.space), history=history, **_engine_kwargs(request)
+        )
 
 
 def new_candidate_rows(search_id: int, batch: list[Candidate]) -> list[CandidateRow]:
     return [
-        CandidateRow(search_id=search_id, arch_id=c.arch_id, generation=c.generation, status="queued")
+        CandidateRow(
+            search_id=search_id, arch_id=c.arch_id, generation=c.generation, status="queued"
+        )
         for c in batch
     ]

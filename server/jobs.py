@@ -55,12 +55,14 @@ def _agent(session: Session, agent_id: str, now: datetime) -> AgentRow:
 
 
 def requeue_expired(session: Session, now: datetime) -> None:
-    """Running jobs whose lease ran out go back to the queue (or are cancelled with their search)."""
+    """Jobs whose lease ran out go back to the queue (or are cancelled with their search)."""
     expired = (CandidateRow.status == "running") & (CandidateRow.lease_expires_at < now)
     running = select(SearchRow.id).where(SearchRow.status == "running")
     cleared = {"lease_id": None, "agent_id": None, "lease_expires_at": None}
     session.execute(
-        update(CandidateRow).where(expired, CandidateRow.search_id.in_(running)).values(status="queued", **cleared)
+        update(CandidateRow)
+        .where(expired, CandidateRow.search_id.in_(running))
+        .values(status="queued", **cleared)
     )
     session.execute(update(CandidateRow).where(expired).values(status="cancelled", **cleared))
 
@@ -102,7 +104,9 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
         return None
 
 
-def _lease(session: Session, job_id: int, lease_id: str, expires: datetime, seconds: float) -> JobLease:
+def _lease(
+    session: Session, job_id: int, lease_id: str, expires: datetime, seconds: float
+) -> JobLease:
     row = session.get(CandidateRow, job_id, populate_existing=True)
     search = session.get(SearchRow, row.search_id)
     return JobLease(

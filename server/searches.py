@@ -49,7 +49,9 @@ def advance(store: Store, session: Session, search: SearchRow) -> None:
 
 
 def _rows(session: Session, search_id: int) -> list[CandidateRow]:
-    query = select(CandidateRow).where(CandidateRow.search_id == search_id).order_by(CandidateRow.id)
+    query = (
+        select(CandidateRow).where(CandidateRow.search_id == search_id).order_by(CandidateRow.id)
+    )
     return list(session.scalars(query).unique())
 
 

@@ -8,11 +8,11 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from search.lts import Candidate
 from server.db import ArchitectureRow, SearchRow, make_engine
 from server.engines import EngineCache, new_candidate_rows, score
 from server.errors import NotFound
 from server.settings import Settings
-from search.lts import Candidate
 
 
 class Store:

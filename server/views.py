@@ -79,7 +79,9 @@ def best_so_far(rows: list[CandidateRow], request: SearchCreate) -> list[Objecti
         pick = max if sense == "max" else min
         row = pick(pool, key=lambda r: objective_values(r)[objective])
         value = objective_values(row)[objective]
-        out.append(ObjectiveBest(objective=objective, sense=sense, value=value, arch_id=row.arch_id))
+        out.append(
+            ObjectiveBest(objective=objective, sense=sense, value=value, arch_id=row.arch_id)
+        )
     return out
 
 
@@ -102,9 +104,21 @@ def search_info(search: SearchRow, rows: list[CandidateRow]) -> SearchInfo:
 
 
 CSV_COLUMNS = (
-    "arch_id", "generation", "decoder_params", "total_params", "latency_ms", "latency_iqr_ms",
-    "peak_memory_mb", "memory_method", "n_layer", "d_model", "d_embed", "div_val", "d_inner",
-    "n_head", "agent_id",
+    "arch_id",
+    "generation",
+    "decoder_params",
+    "total_params",
+    "latency_ms",
+    "latency_iqr_ms",
+    "peak_memory_mb",
+    "memory_method",
+    "n_layer",
+    "d_model",
+    "d_embed",
+    "div_val",
+    "d_inner",
+    "n_head",
+    "agent_id",
 )
 
 
@@ -114,11 +128,23 @@ def frontier_csv(points: list[CandidateInfo]) -> str:
     writer.writerow(CSV_COLUMNS)
     for p in points:
         m, s = p.measurement or {}, p.spec
-        writer.writerow([
-            p.arch_id, p.generation, int(p.objectives["decoder_params"] or 0),
-            int(p.objectives["total_params"] or 0), m.get("latency_ms"), m.get("latency_iqr_ms"),
-            m.get("peak_memory_mb"), m.get("memory_method"), s["n_layer"], s["d_model"],
-            s["d_embed"], s["div_val"], " ".join(map(str, s["d_inner"])),
-            " ".join(map(str, s["n_head"])), m.get("agent_id"),
-        ])
+        writer.writerow(
+            [
+                p.arch_id,
+                p.generation,
+                int(p.objectives["decoder_params"] or 0),
+                int(p.objectives["total_params"] or 0),
+                m.get("latency_ms"),
+                m.get("latency_iqr_ms"),
+                m.get("peak_memory_mb"),
+                m.get("memory_method"),
+                s["n_layer"],
+                s["d_model"],
+                s["d_embed"],
+                s["div_val"],
+                " ".join(map(str, s["d_inner"])),
+                " ".join(map(str, s["n_head"])),
+                m.get("agent_id"),
+            ]
+        )
     return out.getvalue()

@@ -16,8 +16,14 @@ TINY_SPACE = {
 }
 
 FINGERPRINT = {
-    "hostname": "test-host", "os": "Linux", "cpu_model": "test cpu", "machine": "x86_64",
-    "cores": 2, "ram_bytes": 2**34, "torch_version": "2.13.0", "accelerator": None,
+    "hostname": "test-host",
+    "os": "Linux",
+    "cpu_model": "test cpu",
+    "machine": "x86_64",
+    "cores": 2,
+    "ram_bytes": 2**34,
+    "torch_version": "2.13.0",
+    "accelerator": None,
 }
 
 
@@ -42,9 +48,14 @@ def synthetic_measurement(spec: dict[str, Any]) -> dict[str, Any]:
     latency = 1.0 + size / 1e5 * (0.8 + 0.4 * wobble)
     memory = 5.0 + size / 2e5 * (1.2 - 0.4 * wobble) + spec["d_embed"] / 64
     return {
-        "latency_ms": latency, "latency_iqr_ms": 0.05 * latency, "latency_samples_ms": [latency] * 3,
-        "peak_memory_mb": memory, "memory_method": "synthetic", "baseline_memory_mb": 0.0,
-        "weights_mb": 1.0, "build_s": 0.01,
+        "latency_ms": latency,
+        "latency_iqr_ms": 0.05 * latency,
+        "latency_samples_ms": [latency] * 3,
+        "peak_memory_mb": memory,
+        "memory_method": "synthetic",
+        "baseline_memory_mb": 0.0,
+        "weights_mb": 1.0,
+        "build_s": 0.01,
     }
 
 
@@ -60,7 +71,9 @@ def minimised(point: dict[str, Any], objectives: list[str]) -> list[float]:
 
 def register(client: Any, device_class: str = "test-cpu") -> str:
     """Register an agent over HTTP (client: TestClient or httpx.Client); returns its id."""
-    response = client.post("/api/v1/agents", json={"device_class": device_class, "fingerprint": FINGERPRINT})
+    response = client.post(
+        "/api/v1/agents", json={"device_class": device_class, "fingerprint": FINGERPRINT}
+    )
     assert response.status_code == 201, response.text
     return response.json()["agent_id"]
 
@@ -74,8 +87,11 @@ def play_agent(client: Any, agent_id: str, max_jobs: int = 10_000) -> int:
             return done
         assert claimed.status_code == 200, claimed.text
         lease = claimed.json()
-        result = {"agent_id": agent_id, "lease_id": lease["lease_id"],
-                  "measurement": synthetic_measurement(lease["spec"])}
+        result = {
+            "agent_id": agent_id,
+            "lease_id": lease["lease_id"],
+            "measurement": synthetic_measurement(lease["spec"]),
+        }
         reported = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result)
         assert reported.status_code == 200, reported.text
         done += 1

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from factories import dominates, minimised, search_request
 
 pytestmark = pytest.mark.slow
@@ -32,7 +31,9 @@ class Processes:
 
     def start(self, name: str, *args: str) -> subprocess.Popen:
         log = (self.tmp_path / f"{name}.log").open("a")
-        proc = subprocess.Popen([sys.executable, "-m", "hwnas", *args], stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hwnas", *args], stdout=log, stderr=subprocess.STDOUT
+        )
         log.close()
         self.procs.append(proc)
         return proc
@@ -60,7 +61,9 @@ def procs(tmp_path):
 
 
 def _start_server(procs: Processes, db: Path, port: int) -> subprocess.Popen:
-    proc = procs.start("server", "serve", "--port", str(port), "--db", str(db), "--lease-seconds", "20")
+    proc = procs.start(
+        "server", "serve", "--port", str(port), "--db", str(db), "--lease-seconds", "20"
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -71,7 +74,9 @@ def _start_server(procs: Processes, db: Path, port: int) -> subprocess.Popen:
     raise AssertionError("server did not start:\n" + procs.log("server"))
 
 
-def _wait_finished(client: httpx.Client, search_id: int, procs: Processes, timeout: float = 600) -> dict:
+def _wait_finished(
+    client: httpx.Client, search_id: int, procs: Processes, timeout: float = 600
+) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = client.get(f"/api/v1/searches/{search_id}").json()
@@ -100,7 +105,9 @@ def _check_search(client: httpx.Client, search_id: int, budget: int) -> None:
     for c in candidates:
         if c["arch_id"] not in front_ids:
             point = minimised(c, objectives)
-            assert any(dominates(f, point) for f in front_points), f"{c['arch_id']} is not dominated"
+            assert any(dominates(f, point) for f in front_points), (
+                f"{c['arch_id']} is not dominated"
+            )
 
 
 def test_two_agents_run_a_search_to_completion(tmp_path, procs):
@@ -108,16 +115,30 @@ def test_two_agents_run_a_search_to_completion(tmp_path, procs):
     _start_server(procs, tmp_path / "e2e.db", port)
     url = f"http://127.0.0.1:{port}"
     for i in range(2):
-        procs.start(f"agent-{i}", "agent", "--server", url, "--device-class", "test-cpu",
-                    "--name", f"agent-{i}", "--poll-interval", "0.2")
+        procs.start(
+            f"agent-{i}",
+            "agent",
+            "--server",
+            url,
+            "--device-class",
+            "test-cpu",
+            "--name",
+            f"agent-{i}",
+            "--poll-interval",
+            "0.2",
+        )
     with httpx.Client(base_url=url, timeout=30) as client:
-        created = client.post("/api/v1/searches", json=search_request(budget={"max_evaluations": 10}))
+        created = client.post(
+            "/api/v1/searches", json=search_request(budget={"max_evaluations": 10})
+        )
         assert created.status_code == 201, created.text
         search_id = created.json()["id"]
         _wait_finished(client, search_id, procs)
         _check_search(client, search_id, budget=10)
-        agents = {c["measurement"]["agent_id"] for c in
-                  client.get(f"/api/v1/searches/{search_id}/candidates").json()}
+        agents = {
+            c["measurement"]["agent_id"]
+            for c in client.get(f"/api/v1/searches/{search_id}/candidates").json()
+        }
         assert len(agents) == 2, "both agents should have measured something"
 
 
@@ -126,9 +147,13 @@ def test_agents_ride_out_a_server_restart(tmp_path, procs):
     db = tmp_path / "restart.db"
     server = _start_server(procs, db, port)
     url = f"http://127.0.0.1:{port}"
-    procs.start("agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2")
+    procs.start(
+        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
+    )
     with httpx.Client(base_url=url, timeout=30) as client:
-        search_id = client.post("/api/v1/searches", json=search_request(budget={"max_evaluations": 10})).json()["id"]
+        search_id = client.post(
+            "/api/v1/searches", json=search_request(budget={"max_evaluations": 10})
+        ).json()["id"]
         deadline = time.monotonic() + 300
         while client.get(f"/api/v1/searches/{search_id}").json()["progress"]["measured"] < 3:
             assert time.monotonic() < deadline, procs.log("agent-0")

@@ -35,8 +35,9 @@ def make_client(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[..., Te
     clients: list[TestClient] = []
 
     def make(db_name: str = "hwnas.db", lease_seconds: float = 30.0) -> TestClient:
-        settings = Settings(database_url=f"sqlite:///{tmp_path / db_name}", lease_seconds=lease_seconds,
-                            clock=clock)
+        settings = Settings(
+            database_url=f"sqlite:///{tmp_path / db_name}", lease_seconds=lease_seconds, clock=clock
+        )
         client = TestClient(create_app(settings))
         client.__enter__()
         clients.append(client)
@@ -50,4 +51,3 @@ def make_client(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[..., Te
 @pytest.fixture
 def client(make_client) -> TestClient:
     return make_client()
-

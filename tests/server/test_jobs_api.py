@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from factories import FINGERPRINT, play_agent, register, search_request, synthetic_measurement
 
 
@@ -12,8 +14,12 @@ def _claim(client, agent):
 
 
 def _result(agent, lease, **extra):
-    return {"agent_id": agent, "lease_id": lease["lease_id"],
-            "measurement": synthetic_measurement(lease["spec"]), **extra}
+    return {
+        "agent_id": agent,
+        "lease_id": lease["lease_id"],
+        "measurement": synthetic_measurement(lease["spec"]),
+        **extra,
+    }
 
 
 def test_claim_gives_a_lease_on_a_spec_with_the_search_settings(client):
@@ -50,8 +56,12 @@ def test_a_result_is_accepted_once_and_foreign_leases_get_409(client):
 
 
 def test_an_expired_lease_goes_back_to_the_queue_and_its_late_result_gets_409(client, clock):
-    client.post("/api/v1/searches", json=search_request(population={
-        "initial": 1, "parents": 1, "mutations": 1, "crossovers": 0}))
+    client.post(
+        "/api/v1/searches",
+        json=search_request(
+            population={"initial": 1, "parents": 1, "mutations": 1, "crossovers": 0}
+        ),
+    )
     slow, fast = register(client), register(client)
     lease = _claim(client, slow)
     assert client.post(f"/api/v1/agents/{fast}/claim").status_code == 204
@@ -60,7 +70,10 @@ def test_an_expired_lease_goes_back_to_the_queue_and_its_late_result_gets_409(cl
     assert relet["job_id"] == lease["job_id"] and relet["lease_id"] != lease["lease_id"]
     late = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(slow, lease))
     assert late.status_code == 409
-    assert client.post(f"/api/v1/jobs/{relet['job_id']}/result", json=_result(fast, relet)).status_code == 200
+    assert (
+        client.post(f"/api/v1/jobs/{relet['job_id']}/result", json=_result(fast, relet)).status_code
+        == 200
+    )
 
 
 def test_heartbeats_keep_a_lease_alive(client, clock):
@@ -81,13 +94,18 @@ def test_failures_are_recorded_with_their_kind_and_never_retried(client):
     search_id = client.post("/api/v1/searches", json=search_request()).json()["id"]
     agent = register(client)
     lease = _claim(client, agent)
-    failure = {"agent_id": agent, "lease_id": lease["lease_id"],
-               "failure": {"kind": "out_of_memory", "message": "CUDA out of memory"}}
+    failure = {
+        "agent_id": agent,
+        "lease_id": lease["lease_id"],
+        "failure": {"kind": "out_of_memory", "message": "CUDA out of memory"},
+    }
     assert client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=failure).status_code == 200
     play_agent(client, agent)
     info = client.get(f"/api/v1/searches/{search_id}").json()
     assert info["status"] == "finished" and info["progress"]["failed"] == 1
-    failed = client.get(f"/api/v1/searches/{search_id}/candidates", params={"status": "failed"}).json()
+    failed = client.get(
+        f"/api/v1/searches/{search_id}/candidates", params={"status": "failed"}
+    ).json()
     assert [c["arch_id"] for c in failed] == [lease["arch_id"]]
     assert failed[0]["failure"] == failure["failure"] and not failed[0]["on_frontier"]
 
@@ -109,20 +127,31 @@ def test_hostile_agent_input_gets_422_and_changes_nothing(client):
     for body in bad_bodies:
         response = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=body)
         assert response.status_code == 422, (body, response.text)
-    nan = '{"agent_id": "%s", "lease_id": "%s", "measurement": %s}' % (
-        agent, lease["lease_id"], str({**good, "latency_ms": float("nan")}).replace("'", '"').replace("nan", "NaN"))
-    response = client.post(f"/api/v1/jobs/{lease['job_id']}/result", content=nan,
-                           headers={"content-type": "application/json"})
+    # json.dumps writes NaN as a bare token, which Python clients can send; it must be refused.
+    nan = json.dumps({**_result(agent, lease), "measurement": {**good, "latency_ms": float("nan")}})
+    assert "NaN" in nan
+    response = client.post(
+        f"/api/v1/jobs/{lease['job_id']}/result",
+        content=nan,
+        headers={"content-type": "application/json"},
+    )
     assert response.status_code == 422
     bad_registration = {"device_class": "cpu", "fingerprint": {**FINGERPRINT, "cores": "many"}}
     assert client.post("/api/v1/agents", json=bad_registration).status_code == 422
     # The lease is untouched: the real result still lands.
-    assert client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease)).status_code == 200
+    assert (
+        client.post(
+            f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease)
+        ).status_code
+        == 200
+    )
 
 
 def test_a_restarted_server_resumes_the_search_and_proposes_the_same_architectures(make_client):
     first = make_client("interrupted.db")
-    search_id = first.post("/api/v1/searches", json=search_request(budget={"max_evaluations": 20})).json()["id"]
+    search_id = first.post(
+        "/api/v1/searches", json=search_request(budget={"max_evaluations": 20})
+    ).json()["id"]
     play_agent(first, register(first), max_jobs=7)  # stop mid-generation
     second = make_client("interrupted.db")  # a new app (and engine) over the same file
     play_agent(second, register(second))

@@ -20,7 +20,11 @@ def test_create_returns_201_and_the_first_generation_is_queued(client):
 
 def test_invalid_requests_get_422_naming_the_field_and_the_allowed_values(client):
     cases = [
-        ({"space": {**search_request()["space"], "n_layer": {"min": 5, "max": 3}}}, "n_layer.min", "<= max"),
+        (
+            {"space": {**search_request()["space"], "n_layer": {"min": 5, "max": 3}}},
+            "n_layer.min",
+            "<= max",
+        ),
         ({"objectives": ["decoder_params", "speed"]}, "objectives", "allowed: decoder_params"),
         ({"budget": {"max_evaluations": 0}}, "max_evaluations", "greater than or equal to 1"),
         ({"measurement": {"batch_size": 1, "seq_len": 128}}, "seq_len", "n_positions (64)"),
@@ -37,8 +41,12 @@ def test_invalid_requests_get_422_naming_the_field_and_the_allowed_values(client
 
 
 def test_unknown_ids_get_404(client):
-    for method, path in [("get", "/api/v1/searches/99"), ("get", "/api/v1/searches/99/pareto"),
-                         ("get", "/api/v1/searches/99/candidates"), ("post", "/api/v1/searches/99/cancel")]:
+    for method, path in [
+        ("get", "/api/v1/searches/99"),
+        ("get", "/api/v1/searches/99/pareto"),
+        ("get", "/api/v1/searches/99/candidates"),
+        ("post", "/api/v1/searches/99/cancel"),
+    ]:
         response = getattr(client, method)(path)
         assert response.status_code == 404
         assert response.json()["detail"] == "search 99 not found"
@@ -89,7 +97,9 @@ def test_cancel_stops_the_search_and_its_queued_jobs(client):
 
 
 def test_parameter_bounds_are_respected_before_anything_is_measured(client):
-    request = search_request(constraints={"min_decoder_params": 150_000, "max_decoder_params": 400_000})
+    request = search_request(
+        constraints={"min_decoder_params": 150_000, "max_decoder_params": 400_000}
+    )
     search_id = client.post("/api/v1/searches", json=request).json()["id"]
     play_agent(client, register(client))
     candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
@@ -100,13 +110,20 @@ def test_parameter_bounds_are_respected_before_anything_is_measured(client):
 def test_latency_bound_excludes_slow_points_from_the_frontier(client):
     search_id = client.post("/api/v1/searches", json=search_request()).json()["id"]
     play_agent(client, register(client))
-    latencies = sorted(c["objectives"]["latency_ms"] for c in
-                       client.get(f"/api/v1/searches/{search_id}/candidates").json())
+    latencies = sorted(
+        c["objectives"]["latency_ms"]
+        for c in client.get(f"/api/v1/searches/{search_id}/candidates").json()
+    )
     bound = latencies[len(latencies) // 2]
-    bounded = client.post("/api/v1/searches", json=search_request(constraints={"max_latency_ms": bound})).json()
+    bounded = client.post(
+        "/api/v1/searches", json=search_request(constraints={"max_latency_ms": bound})
+    ).json()
     play_agent(client, register(client))
     front = client.get(f"/api/v1/searches/{bounded['id']}/pareto").json()
     assert front and all(p["objectives"]["latency_ms"] <= bound for p in front)
-    infeasible = [c for c in client.get(f"/api/v1/searches/{bounded['id']}/candidates").json()
-                  if c["feasible"] is False]
+    infeasible = [
+        c
+        for c in client.get(f"/api/v1/searches/{bounded['id']}/candidates").json()
+        if c["feasible"] is False
+    ]
     assert infeasible and not any(c["on_frontier"] for c in infeasible)
