@@ -89,6 +89,19 @@ class AgentInfo(BaseModel):
     lease_seconds: float
 
 
+class AgentView(BaseModel):
+    """A registered agent as users see it."""
+
+    agent_id: str
+    name: str | None
+    device_class: str
+    fingerprint: DeviceFingerprint
+    registered_at: datetime
+    last_seen_at: datetime
+    jobs_done: int
+    failures: int
+
+
 class JobLease(BaseModel):
     """A claimed job: build `spec`, measure it with `settings`, report before expiry."""
 

@@ -10,6 +10,7 @@ from fastapi.responses import PlainTextResponse
 from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
+    AgentView,
     CandidateInfo,
     JobLease,
     JobResult,
@@ -71,6 +72,11 @@ def cancel_search(search_id: int, request: Request) -> SearchInfo:
 @router.post("/agents", status_code=201, response_model=AgentInfo)
 def register_agent(body: AgentRegistration, request: Request) -> AgentInfo:
     return jobs.register_agent(_store(request), body)
+
+
+@router.get("/agents", response_model=list[AgentView])
+def list_agents(request: Request) -> list[AgentView]:
+    return jobs.list_agents(_store(request))
 
 
 @router.post(

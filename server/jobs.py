@@ -12,7 +12,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from archvocab.wire import AgentInfo, AgentRegistration, JobLease, JobResult, LeaseRef, LeaseStatus
+from archvocab.wire import (
+    AgentInfo,
+    AgentRegistration,
+    AgentView,
+    JobLease,
+    JobResult,
+    LeaseRef,
+    LeaseStatus,
+)
 from server.db import AgentRow, CandidateRow, MeasurementRow, SearchRow
 from server.engines import measured_values
 from server.errors import Conflict, NotFound
@@ -44,6 +52,23 @@ def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
         heartbeat_interval_s=store.settings.heartbeat_interval_s,
         lease_seconds=store.settings.lease_seconds,
     )
+
+
+def list_agents(store: Store) -> list[AgentView]:
+    with store.read() as session:
+        return [
+            AgentView(
+                agent_id=a.id,
+                name=a.name,
+                device_class=a.device_class,
+                fingerprint=a.fingerprint,
+                registered_at=as_utc(a.registered_at),
+                last_seen_at=as_utc(a.last_seen_at),
+                jobs_done=a.jobs_done,
+                failures=a.failures,
+            )
+            for a in session.scalars(select(AgentRow).order_by(AgentRow.registered_at))
+        ]
 
 
 def _agent(session: Session, agent_id: str, now: datetime) -> AgentRow:

@@ -108,6 +108,9 @@ def test_failures_are_recorded_with_their_kind_and_never_retried(client):
     ).json()
     assert [c["arch_id"] for c in failed] == [lease["arch_id"]]
     assert failed[0]["failure"] == failure["failure"] and not failed[0]["on_frontier"]
+    [view] = client.get("/api/v1/agents").json()
+    assert view["agent_id"] == agent and view["failures"] == 1 and view["jobs_done"] == 11
+    assert view["fingerprint"]["cpu_model"] == "test cpu"
 
 
 def test_hostile_agent_input_gets_422_and_changes_nothing(client):
