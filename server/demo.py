@@ -116,34 +116,25 @@ def wait_for(client: httpx.Client, search_id: int, console: Console, quiet: bool
 
 def frontier_table(points: list[dict]) -> Table:
     table = Table(title=f"Pareto frontier ({len(points)} architectures)")
-    for name in (
-        "arch_id",
-        "layers",
-        "d_model",
-        "d_inner",
-        "heads",
-        "k",
-        "dec. params",
-        "latency ms",
-        "IQR",
-        "peak MB",
-    ):
-        table.add_column(
-            name, justify="left" if name in ("arch_id", "d_inner", "heads") else "right"
-        )
+    table.caption = (
+        "L layers, d d_model, d_inner and heads: the per-layer values' range and set, "
+        "k adaptive-embedding factor, params: decoder parameters, "
+        "ms: median latency, MB: peak memory"
+    )
+    for name in ("arch_id", "L", "d", "d_inner", "heads", "k", "params", "ms", "IQR", "MB"):
+        left = name in ("arch_id", "d_inner", "heads")
+        table.add_column(name, justify="left" if left else "right", no_wrap=True)
     for p in sorted(points, key=lambda p: p["objectives"]["decoder_params"]):
         s, m = p["spec"], p["measurement"]
-        inner = (
-            f"{min(s['d_inner'])}-{max(s['d_inner'])}"
-            if len(set(s["d_inner"])) > 1
-            else str(s["d_inner"][0])
-        )
+        inner = str(s["d_inner"][0])
+        if len(set(s["d_inner"])) > 1:
+            inner = f"{min(s['d_inner'])}-{max(s['d_inner'])}"
         table.add_row(
             p["arch_id"][:8],
             str(s["n_layer"]),
             str(s["d_model"]),
             inner,
-            "/".join(map(str, s["n_head"])),
+            "/".join(map(str, sorted(set(s["n_head"])))),
             str(s["div_val"]),
             f"{p['objectives']['decoder_params'] / 1e6:.2f}M",
             f"{m['latency_ms']:.1f}",
