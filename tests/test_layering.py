@@ -39,9 +39,10 @@ RULES = {
     # package: (submodules not imported, top-level modules that must stay unloaded)
     "archvocab": (["archvocab.build"], [*OURS[1:], "torch", *SERVER_STACK]),
     "agent": ([], ["server", "search", "proxies", *SERVER_STACK]),
-    "search": ([], ["server", "agent", "fastapi", "starlette", "sqlalchemy"]),
     "proxies": ([], ["server", "agent", "fastapi", "starlette", "sqlalchemy"]),
-    "server": ([], ["agent"]),
+    # The server runs on machines without torch: it only counts parameters analytically.
+    "server": ([], ["agent", "torch"]),
+    "search": ([], ["server", "agent", "torch", "fastapi", "starlette", "sqlalchemy"]),
     # The CLI imports a role only when its command runs.
     "hwnas": ([], ["server", "agent", "search", "proxies", "torch", *SERVER_STACK]),
 }
