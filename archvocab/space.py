@@ -15,6 +15,19 @@ from typing import Any
 from archvocab.errors import InvalidSpec
 from archvocab.spec import DEFAULT_CUTOFFS, DEFAULT_N_POSITIONS, DEFAULT_VOCAB_SIZE, GPT2Spec
 
+# Sanity ceilings for a search space: far beyond small language models, but they keep a
+# request from asking for million-layer models or a list of a billion d_inner values.
+LIMITS = {
+    "n_layer": 256,
+    "d_model": 16384,
+    "d_inner": 65536,
+    "n_head": 1024,
+    "d_embed": 16384,
+    "div_val": 64,
+    "vocab_size": 10_000_000,
+    "n_positions": 1_048_576,
+}
+
 
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
@@ -75,6 +88,13 @@ class GPT2Space:
         for name in ("vocab_size", "n_positions"):
             if not _positive_int(getattr(self, name)):
                 raise InvalidSpec(name, f"must be a positive integer, got {getattr(self, name)!r}")
+        for name, limit in LIMITS.items():
+            value = getattr(self, name)
+            largest = value.max if isinstance(value, IntRange) else value
+            largest = max(largest) if isinstance(largest, tuple) else largest
+            if largest > limit:
+                where = f"{name}.max" if isinstance(value, IntRange) else name
+                raise InvalidSpec(where, f"must be <= {limit}, got {largest}")
         factor = self.d_inner_min_factor
         if (
             isinstance(factor, bool)

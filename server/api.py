@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from archvocab.wire import (
@@ -25,6 +25,11 @@ from server.views import frontier_csv
 
 router = APIRouter(prefix="/api/v1")
 
+# Ids are 64-bit database keys: anything outside that range is a 422, not a store error.
+SearchId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+JobId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+AgentId = Annotated[str, Path(max_length=64)]
+
 
 def _store(request: Request) -> Store:
     return request.app.state.store
@@ -41,13 +46,13 @@ def list_searches(request: Request) -> list[SearchInfo]:
 
 
 @router.get("/searches/{search_id}", response_model=SearchInfo)
-def get_search(search_id: int, request: Request) -> SearchInfo:
+def get_search(search_id: SearchId, request: Request) -> SearchInfo:
     return searches.get_search_info(_store(request), search_id)
 
 
 @router.get("/searches/{search_id}/pareto", response_model=list[CandidateInfo])
 def get_pareto(
-    search_id: int, request: Request, format: Literal["json", "csv"] = Query("json")
+    search_id: SearchId, request: Request, format: Literal["json", "csv"] = Query("json")
 ) -> list[CandidateInfo] | Response:
     points = searches.pareto(_store(request), search_id)
     if format == "csv":
@@ -57,7 +62,7 @@ def get_pareto(
 
 @router.get("/searches/{search_id}/candidates", response_model=list[CandidateInfo])
 def get_candidates(
-    search_id: int,
+    search_id: SearchId,
     request: Request,
     status: Literal["queued", "running", "measured", "failed", "cancelled"] | None = None,
 ) -> list[CandidateInfo]:
@@ -65,7 +70,7 @@ def get_candidates(
 
 
 @router.post("/searches/{search_id}/cancel", response_model=SearchInfo)
-def cancel_search(search_id: int, request: Request) -> SearchInfo:
+def cancel_search(search_id: SearchId, request: Request) -> SearchInfo:
     return searches.cancel_search(_store(request), search_id)
 
 
@@ -82,17 +87,17 @@ def list_agents(request: Request) -> list[AgentView]:
 @router.post(
     "/agents/{agent_id}/claim", response_model=JobLease, responses={204: {"description": "no work"}}
 )
-def claim(agent_id: str, request: Request) -> JobLease | Response:
+def claim(agent_id: AgentId, request: Request) -> JobLease | Response:
     lease = jobs.claim(_store(request), agent_id)
     return Response(status_code=204) if lease is None else lease
 
 
 @router.post("/jobs/{job_id}/heartbeat", response_model=LeaseStatus)
-def heartbeat(job_id: int, body: LeaseRef, request: Request) -> LeaseStatus:
+def heartbeat(job_id: JobId, body: LeaseRef, request: Request) -> LeaseStatus:
     return jobs.heartbeat(_store(request), job_id, body)
 
 
 @router.post("/jobs/{job_id}/result")
-def submit_result(job_id: int, body: JobResult, request: Request) -> dict:
+def submit_result(job_id: JobId, body: JobResult, request: Request) -> dict:
     jobs.submit_result(_store(request), job_id, body)
     return {"job_id": job_id, "accepted": True}

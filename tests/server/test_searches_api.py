@@ -31,6 +31,8 @@ def test_invalid_requests_get_422_naming_the_field_and_the_allowed_values(client
         ({"device_class": "no spaces allowed"}, "device_class", "pattern"),
         ({"space": {"d_model": {"min": 64, "max": 128, "stride": 2}}}, "space", "min, max, step"),
         ({"colour": "blue"}, "colour", "Extra inputs are not permitted"),
+        ({"space": {"n_layer": {"min": 2, "max": 100_000}}}, "n_layer.max", "<= 256"),
+        ({"space": {"vocab_size": 10**12}}, "vocab_size", "<= 10000000"),
     ]
     for override, field, phrase in cases:
         response = client.post("/api/v1/searches", json=search_request(**override))
@@ -50,6 +52,20 @@ def test_unknown_ids_get_404(client):
         response = getattr(client, method)(path)
         assert response.status_code == 404
         assert response.json()["detail"] == "search 99 not found"
+
+
+def test_ids_beyond_64_bits_get_422_not_a_store_error(client):
+    huge = 2**64
+    for method, path in [
+        ("get", f"/api/v1/searches/{huge}"),
+        ("get", f"/api/v1/searches/{huge}/pareto"),
+        ("post", f"/api/v1/searches/{huge}/cancel"),
+    ]:
+        response = getattr(client, method)(path)
+        assert response.status_code == 422, path
+        assert response.json()["message"].startswith("path.search_id"), response.text
+    body = {"agent_id": "a", "lease_id": "b"}
+    assert client.post(f"/api/v1/jobs/{huge}/heartbeat", json=body).status_code == 422
 
 
 def test_a_search_runs_to_its_budget_and_its_frontier_is_exact(client):
