@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from search.lts import Candidate
 from server.db import ArchitectureRow, SearchRow, make_engine
-from server.engines import EngineCache, new_candidate_rows, score
+from server.engines import EngineCache, new_candidate_rows
 from server.errors import NotFound
 from server.settings import Settings
 
@@ -59,7 +59,7 @@ def enqueue(session: Session, search_id: int, batch: list[Candidate]) -> None:
     """Persist a batch of proposals: architectures (shared) first, then their jobs."""
     for candidate in batch:
         if session.get(ArchitectureRow, candidate.arch_id) is None:
-            proxies = score(candidate.spec)
+            proxies = candidate.proxies  # scored by the engine when it admitted the candidate
             session.add(
                 ArchitectureRow(
                     arch_id=candidate.arch_id,

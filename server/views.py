@@ -53,11 +53,10 @@ def candidate_info(row: CandidateRow, request: SearchCreate, on_frontier: bool) 
     )
 
 
-def progress(search: SearchRow, rows: list[CandidateRow], generation: int) -> Progress:
+def progress(request: SearchCreate, rows: list[CandidateRow], generation: int) -> Progress:
     counts = {s: 0 for s in ("queued", "running", "measured", "failed", "cancelled")}
     for row in rows:
         counts[row.status] += 1
-    request = SearchCreate.model_validate(search.request)
     return Progress(
         budget=request.budget.max_evaluations,
         proposed=len(rows),
@@ -96,7 +95,7 @@ def search_info(search: SearchRow, rows: list[CandidateRow]) -> SearchInfo:
         created_at=as_utc(search.created_at),
         finished_at=as_utc(search.finished_at) if search.finished_at else None,
         finish_reason=search.finish_reason,
-        progress=progress(search, rows, generation),
+        progress=progress(request, rows, generation),
         frontier_size=len(frontier_ids(rows, request)),
         best=best_so_far(rows, request),
         request=request,
