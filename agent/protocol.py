@@ -53,8 +53,11 @@ def median_ci_ranks(n: int, confidence: float) -> tuple[int, int]:
             j += 1
     else:  # normal approximation of the binomial, accurate at this size
         z = NormalDist().inv_cdf(1.0 - tail)
-        j = max(0, math.floor(n / 2 - z * math.sqrt(n) / 2))
-    return j, n - 1 - j
+        j = max(0, math.floor((n - z * math.sqrt(n)) / 2))
+    # j is now the largest 1-based rank with P(Binom(n, 1/2) <= j - 1) <= tail.
+    if j < 1:
+        return 0, n - 1
+    return j - 1, n - j
 
 
 def median_ci(samples: Sequence[float], confidence: float) -> tuple[float, float]:
