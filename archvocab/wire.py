@@ -174,6 +174,11 @@ class MeasurementResult(Strict):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class Failure(Strict):
+    kind: Literal["invalid_spec", "out_of_memory", "timeout", "error"]
+    message: str = Field("", max_length=4000)
+
+
 # -- agents ---------------------------------------------------------------------------------
 class DeviceFingerprint(Strict):
     hostname: str = Field(max_length=255)
