@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -15,9 +16,12 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from archvocab.errors import HwnasError
 
 
 class Base(DeclarativeBase):
@@ -31,6 +35,9 @@ class SearchRow(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)  # running | finished | cancelled
     device_class: Mapped[str] = mapped_column(String(100), index=True)
     request: Mapped[dict] = mapped_column(JSON)  # the validated SearchCreate
+    # Copied out of `request` so that claims can match agents in SQL.
+    runtime: Mapped[str] = mapped_column(String(32))
+    device: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     finish_reason: Mapped[str | None] = mapped_column(String(32))
@@ -64,30 +71,33 @@ class CandidateRow(Base):
     failure_kind: Mapped[str | None] = mapped_column(String(32))
     failure_message: Mapped[str | None] = mapped_column(Text)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    measurement_id: Mapped[int | None] = mapped_column(ForeignKey("measurements.id"))
+    reused: Mapped[bool] = mapped_column(Boolean, default=False)  # measurement from the cache
 
     architecture: Mapped[ArchitectureRow] = relationship(lazy="joined")
-    measurement: Mapped[MeasurementRow | None] = relationship(
-        back_populates="candidate", lazy="joined", uselist=False
-    )
+    measurement: Mapped[MeasurementRow | None] = relationship(lazy="joined")
 
 
 class MeasurementRow(Base):
+    """One measurement of an architecture on a device, shared by every search it serves.
+
+    The cache key is (arch_id, fingerprint_key, settings_key): the same architecture, on a
+    device with the same fingerprint, measured with the same runtime and settings.
+    """
+
     __tablename__ = "measurements"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id"), unique=True)
+    arch_id: Mapped[str] = mapped_column(ForeignKey("architectures.arch_id"), index=True)
+    settings_key: Mapped[str] = mapped_column(Text)
+    fingerprint_key: Mapped[str] = mapped_column(String(64))
+    runtime: Mapped[str] = mapped_column(String(32))
     agent_id: Mapped[str] = mapped_column(String(64))
+    search_id: Mapped[int] = mapped_column(ForeignKey("searches.id"))  # the search that asked
     latency_ms: Mapped[float] = mapped_column(Float)
-    latency_iqr_ms: Mapped[float] = mapped_column(Float)
-    latency_samples_ms: Mapped[list] = mapped_column(JSON)
     peak_memory_mb: Mapped[float] = mapped_column(Float)
-    memory_method: Mapped[str] = mapped_column(String(200))
-    baseline_memory_mb: Mapped[float] = mapped_column(Float)
-    weights_mb: Mapped[float] = mapped_column(Float)
-    build_s: Mapped[float] = mapped_column(Float)
-    details: Mapped[dict] = mapped_column(JSON)
+    busy: Mapped[bool] = mapped_column(Boolean)
+    result: Mapped[dict] = mapped_column(JSON)  # the MeasurementResult as the agent sent it
     created_at: Mapped[datetime] = mapped_column(DateTime)
-
-    candidate: Mapped[CandidateRow] = relationship(back_populates="measurement")
 
 
 class AgentRow(Base):
@@ -96,6 +106,7 @@ class AgentRow(Base):
     name: Mapped[str | None] = mapped_column(String(100))
     device_class: Mapped[str] = mapped_column(String(100), index=True)
     fingerprint: Mapped[dict] = mapped_column(JSON)
+    fingerprint_key: Mapped[str] = mapped_column(String(64), index=True)
     registered_at: Mapped[datetime] = mapped_column(DateTime)
     last_seen_at: Mapped[datetime] = mapped_column(DateTime)
     jobs_done: Mapped[int] = mapped_column(Integer, default=0)
@@ -112,7 +123,25 @@ def make_engine(database_url: str) -> Engine:
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     Base.metadata.create_all(engine)
+    check_schema(engine)
     return engine
+
+
+class SchemaMismatch(HwnasError):
+    """The database was written by another version of hwnas."""
+
+
+def check_schema(engine: Engine) -> None:
+    """Refuse, naming the gap, a database whose tables lack columns this version needs."""
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        missing = [c.name for c in table.columns if c.name not in present]
+        if missing:
+            raise SchemaMismatch(
+                f"database {engine.url!r} was created by an older hwnas: table {table.name!r} "
+                f"lacks column(s) {', '.join(missing)}; start with a new database file"
+            )
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects

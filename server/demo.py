@@ -39,7 +39,15 @@ def demo_request(budget: int, seed: int) -> dict:
             "d_model": {"min": 128, "max": 384, "step": 64},
             "d_inner": {"min": 256, "max": 1536, "step": 64},
         },
-        "measurement": {"batch_size": 1, "seq_len": 32, "threads": 1, "warmup": 2, "repeats": 7},
+        # A short protocol for a demo: at most 1 s of warm-up and 2 s of timing per candidate.
+        "measurement": {
+            "batch_size": 1,
+            "seq_len": 32,
+            "threads": 1,
+            "warmup_max_s": 1.0,
+            "max_time_s": 2.0,
+            "min_time_s": 0.2,
+        },
         "budget": {"max_evaluations": budget},
         "population": {
             "initial": per_generation,
@@ -119,9 +127,10 @@ def frontier_table(points: list[dict]) -> Table:
     table.caption = (
         "L layers, d d_model, d_inner and heads: the per-layer values' range and set, "
         "k adaptive-embedding factor, params: decoder parameters, "
-        "ms: median latency, MB: peak memory"
+        "ms: median latency, CI: its 95% interval's half-width, MB: peak memory above the "
+        "pre-build baseline (busy: measured while the machine was busy)"
     )
-    for name in ("arch_id", "L", "d", "d_inner", "heads", "k", "params", "ms", "IQR", "MB"):
+    for name in ("arch_id", "L", "d", "d_inner", "heads", "k", "params", "ms", "CI", "MB"):
         left = name in ("arch_id", "d_inner", "heads")
         table.add_column(name, justify="left" if left else "right", no_wrap=True)
     for p in sorted(points, key=lambda p: p["objectives"]["decoder_params"]):
@@ -138,8 +147,8 @@ def frontier_table(points: list[dict]) -> Table:
             str(s["div_val"]),
             f"{p['objectives']['decoder_params'] / 1e6:.2f}M",
             f"{m['latency_ms']:.1f}",
-            f"{m['latency_iqr_ms']:.1f}",
-            f"{m['peak_memory_mb']:.1f}",
+            f"±{m['latency']['ci_rel'] * 100:.0f}%",
+            f"{m['peak_memory_mb']:.1f}" + (" busy" if m["provenance"]["busy"] else ""),
         )
     return table
 

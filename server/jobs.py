@@ -16,12 +16,14 @@ from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
     AgentView,
+    DeviceFingerprint,
     JobLease,
     JobResult,
     LeaseRef,
     LeaseStatus,
 )
-from server.db import AgentRow, CandidateRow, MeasurementRow, SearchRow
+from server.cache import fingerprint_key, new_measurement
+from server.db import AgentRow, CandidateRow, SearchRow
 from server.engines import measured_values
 from server.errors import Conflict, NotFound
 from server.searches import advance
@@ -39,6 +41,7 @@ def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
             name=registration.name,
             device_class=registration.device_class,
             fingerprint=registration.fingerprint.model_dump(mode="json"),
+            fingerprint_key=fingerprint_key(registration.fingerprint),
             registered_at=now,
             last_seen_at=now,
             jobs_done=0,
@@ -98,6 +101,7 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
         agent = _agent(session, agent_id, now)
         requeue_expired(session, now)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
+        runtimes, devices = _capabilities(agent)
         for _ in range(_CLAIM_RACES):
             job_id = session.scalar(
                 select(CandidateRow.id)
@@ -106,6 +110,8 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
                     CandidateRow.status == "queued",
                     SearchRow.status == "running",
                     SearchRow.device_class == agent.device_class,
+                    SearchRow.runtime.in_(runtimes),
+                    SearchRow.device.in_(devices),
                 )
                 .order_by(CandidateRow.id)
                 .limit(1)
@@ -127,6 +133,13 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
             if won == 1:
                 return _lease(session, job_id, lease_id, expires, store.settings.lease_seconds)
         return None
+
+
+def _capabilities(agent: AgentRow) -> tuple[list[str], list[str]]:
+    """(runtimes, devices) the agent can measure with: only jobs it can do are offered."""
+    fingerprint = DeviceFingerprint.model_validate(agent.fingerprint)
+    devices = ["cpu", "cuda"] if fingerprint.accelerator else ["cpu"]
+    return list(fingerprint.runtimes), devices
 
 
 def _lease(
@@ -180,10 +193,9 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
         engine = store.engines.get(session, search) if search.status == "running" else None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
         if result.measurement is not None:
-            m = result.measurement
             row.status = "measured"
-            row.measurement = MeasurementRow(
-                agent_id=agent.id, created_at=now, **m.model_dump(mode="json")
+            row.measurement = new_measurement(
+                search, row.arch_id, agent, result.measurement.model_dump(mode="json"), now
             )
             agent.jobs_done += 1
         else:

@@ -18,6 +18,8 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
             name=request.name,
             status="running",
             device_class=request.device_class,
+            runtime=request.measurement.runtime,
+            device=request.measurement.device,
             request=request.model_dump(mode="json"),
             created_at=store.now(),
         )
@@ -38,9 +40,11 @@ def advance(store: Store, session: Session, search: SearchRow) -> None:
     if search.status != "running":
         return
     engine = store.engines.get(session, search)
-    batch = engine.ask()
-    if batch:
-        enqueue(session, search.id, batch)
+    # Cache hits are told at once, which can complete a generation: ask again until the engine
+    # waits on real measurements or is done.
+    while batch := engine.ask():
+        for arch_id, values in enqueue(session, search, batch, store.now()).items():
+            engine.tell(arch_id, values)
     if engine.finished:
         search.status = "finished"
         search.finish_reason = engine.finish_reason

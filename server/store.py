@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from search.lts import Candidate
+from server.cache import find_cached
 from server.db import ArchitectureRow, SearchRow, make_engine
-from server.engines import EngineCache, new_candidate_rows
+from server.engines import EngineCache, measured_values, new_candidate_rows
 from server.errors import NotFound
 from server.settings import Settings
 
@@ -55,8 +57,14 @@ def get_search(session: Session, search_id: int) -> SearchRow:
     return search
 
 
-def enqueue(session: Session, search_id: int, batch: list[Candidate]) -> None:
-    """Persist a batch of proposals: architectures (shared) first, then their jobs."""
+def enqueue(
+    session: Session, search: SearchRow, batch: list[Candidate], now: datetime
+) -> dict[str, dict[str, float]]:
+    """Persist a batch of proposals: architectures (shared) first, then their jobs.
+
+    A proposal the cache already has a measurement for is stored as measured (reused) instead
+    of queued; returns those as arch id -> objective values, for the engine to be told.
+    """
     for candidate in batch:
         if session.get(ArchitectureRow, candidate.arch_id) is None:
             proxies = candidate.proxies  # scored by the engine when it admitted the candidate
@@ -69,4 +77,12 @@ def enqueue(session: Session, search_id: int, batch: list[Candidate]) -> None:
                 )
             )
     session.flush()
-    session.add_all(new_candidate_rows(search_id, batch))
+    cached = find_cached(session, search, [c.arch_id for c in batch])
+    rows = new_candidate_rows(search.id, batch)
+    for row in rows:
+        hit = cached.get(row.arch_id)
+        if hit is not None:
+            row.status, row.reused, row.finished_at = "measured", True, now
+            row.measurement = hit
+    session.add_all(rows)
+    return {row.arch_id: measured_values(row) for row in rows if row.reused}

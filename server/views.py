@@ -21,17 +21,12 @@ from server.settings import as_utc
 
 
 def measurement_dict(m: MeasurementRow) -> dict[str, Any]:
+    """The agent's MeasurementResult, plus where and when it was taken."""
     return {
+        **m.result,
+        "measurement_id": m.id,
         "agent_id": m.agent_id,
-        "latency_ms": m.latency_ms,
-        "latency_iqr_ms": m.latency_iqr_ms,
-        "latency_samples_ms": m.latency_samples_ms,
-        "peak_memory_mb": m.peak_memory_mb,
-        "memory_method": m.memory_method,
-        "baseline_memory_mb": m.baseline_memory_mb,
-        "weights_mb": m.weights_mb,
-        "build_s": m.build_s,
-        "details": m.details,
+        "measured_for_search": m.search_id,
         "measured_at": as_utc(m.created_at).isoformat(),
     }
 
@@ -48,6 +43,7 @@ def candidate_info(row: CandidateRow, request: SearchCreate, on_frontier: bool) 
         objectives=objective_values(row),
         feasible=is_feasible(row, request),
         on_frontier=on_frontier,
+        reused=bool(row.reused),
         failure=failure,
         measurement=measurement_dict(row.measurement) if row.measurement else None,
     )
@@ -55,8 +51,10 @@ def candidate_info(row: CandidateRow, request: SearchCreate, on_frontier: bool) 
 
 def progress(request: SearchCreate, rows: list[CandidateRow], generation: int) -> Progress:
     counts = {s: 0 for s in ("queued", "running", "measured", "failed", "cancelled")}
+    reused = 0
     for row in rows:
         counts[row.status] += 1
+        reused += bool(row.reused)
     return Progress(
         budget=request.budget.max_evaluations,
         proposed=len(rows),
@@ -64,6 +62,7 @@ def progress(request: SearchCreate, rows: list[CandidateRow], generation: int) -
         running=counts["running"],
         measured=counts["measured"],
         failed=counts["failed"],
+        reused=reused,
         generation=generation,
     )
 
@@ -108,9 +107,15 @@ CSV_COLUMNS = (
     "decoder_params",
     "total_params",
     "latency_ms",
-    "latency_iqr_ms",
+    "latency_p90_ms",
+    "latency_ci_rel",
+    "latency_samples",
     "peak_memory_mb",
-    "memory_method",
+    "memory_kind",
+    "weights_mb",
+    "runtime",
+    "busy",
+    "reused",
     "n_layer",
     "d_model",
     "d_embed",
@@ -127,6 +132,8 @@ def frontier_csv(points: list[CandidateInfo]) -> str:
     writer.writerow(CSV_COLUMNS)
     for p in points:
         m, s = p.measurement or {}, p.spec
+        latency, memory = m.get("latency", {}), m.get("memory", {})
+        provenance = m.get("provenance", {})
         writer.writerow(
             [
                 p.arch_id,
@@ -134,9 +141,15 @@ def frontier_csv(points: list[CandidateInfo]) -> str:
                 int(p.objectives["decoder_params"] or 0),
                 int(p.objectives["total_params"] or 0),
                 m.get("latency_ms"),
-                m.get("latency_iqr_ms"),
+                latency.get("p90_ms"),
+                latency.get("ci_rel"),
+                latency.get("samples"),
                 m.get("peak_memory_mb"),
-                m.get("memory_method"),
+                memory.get("primary"),
+                memory.get("weights_mb"),
+                provenance.get("runtime"),
+                provenance.get("busy"),
+                p.reused,
                 s["n_layer"],
                 s["d_model"],
                 s["d_embed"],

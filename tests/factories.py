@@ -15,6 +15,16 @@ TINY_SPACE = {
     "n_positions": 64,
 }
 
+# A short latency protocol so that real agents finish a candidate in about a second.
+FAST_MEASUREMENT = {
+    "seq_len": 16,
+    "warmup": 1,
+    "warmup_max_s": 0.5,
+    "min_samples": 5,
+    "min_time_s": 0.0,
+    "max_time_s": 0.5,
+}
+
 FINGERPRINT = {
     "hostname": "test-host",
     "os": "Linux",
@@ -32,7 +42,7 @@ def search_request(**overrides: Any) -> dict[str, Any]:
         "name": "test",
         "device_class": "test-cpu",
         "space": dict(TINY_SPACE),
-        "measurement": {"seq_len": 16, "warmup": 1, "repeats": 3},
+        "measurement": FAST_MEASUREMENT,
         "budget": {"max_evaluations": 12},
         "population": {"initial": 4, "parents": 2, "mutations": 2, "crossovers": 2},
         "seed": 7,
@@ -41,21 +51,57 @@ def search_request(**overrides: Any) -> dict[str, Any]:
     return request
 
 
-def synthetic_measurement(spec: dict[str, Any]) -> dict[str, Any]:
+def synthetic_measurement(spec: dict[str, Any], busy: bool = False) -> dict[str, Any]:
     """Deterministic stand-in for a device: cost grows with size, plus a per-arch wobble."""
     size = spec["d_model"] * sum(spec["d_inner"]) + spec["n_layer"] * spec["d_model"] ** 2
     wobble = int(hashlib.sha256(repr(spec).encode()).hexdigest()[:4], 16) / 65535
     latency = 1.0 + size / 1e5 * (0.8 + 0.4 * wobble)
     memory = 5.0 + size / 2e5 * (1.2 - 0.4 * wobble) + spec["d_embed"] / 64
+    samples = [latency * f for f in (0.99, 1.0, 1.0, 1.01, 1.02)]
     return {
         "latency_ms": latency,
-        "latency_iqr_ms": 0.05 * latency,
-        "latency_samples_ms": [latency] * 3,
         "peak_memory_mb": memory,
-        "memory_method": "synthetic",
-        "baseline_memory_mb": 0.0,
-        "weights_mb": 1.0,
+        "latency": {
+            "median_ms": latency,
+            "p90_ms": samples[-1],
+            "min_ms": samples[0],
+            "iqr_ms": samples[3] - samples[1],
+            "ci_low_ms": samples[0],
+            "ci_high_ms": samples[-1],
+            "ci_rel": 0.02,
+            "confidence": 0.95,
+            "samples": len(samples),
+            "inner_repeats": 1,
+            "samples_ms": samples,
+            "stop_reason": "ci_target",
+            "warmup_runs": 3,
+            "warmup_s": 0.01,
+            "warmup_stable": True,
+            "timed_s": sum(samples) / 1000,
+        },
+        "memory": {
+            "primary": "process_peak",
+            "process_peak_mb": memory,
+            "process_method": "synthetic",
+            "process_baseline_mb": 100.0,
+            "weights_mb": memory / 2,
+        },
         "build_s": 0.01,
+        "total_s": 0.05,
+        "provenance": {
+            "runtime": "torch",
+            "runtime_version": "2.13.0",
+            "torch_version": "2.13.0",
+            "python_version": "3.11.7",
+            "hostname": FINGERPRINT["hostname"],
+            "machine": FINGERPRINT["machine"],
+            "cpu_model": FINGERPRINT["cpu_model"],
+            "threads": 1,
+            "load_avg_before": [3.5, 1.0, 1.0] if busy else [0.1, 0.1, 0.1],
+            "load_avg_after": [0.1, 0.1, 0.1],
+            "busy": busy,
+            "busy_reasons": ["1-minute load 3.5 exceeds 2 usable cores"] if busy else [],
+        },
     }
 
 
@@ -69,16 +115,19 @@ def minimised(point: dict[str, Any], objectives: list[str]) -> list[float]:
     return [signs[o] * point["objectives"][o] for o in objectives]
 
 
-def register(client: Any, device_class: str = "test-cpu") -> str:
+def register(
+    client: Any, device_class: str = "test-cpu", fingerprint: dict[str, Any] | None = None
+) -> str:
     """Register an agent over HTTP (client: TestClient or httpx.Client); returns its id."""
     response = client.post(
-        "/api/v1/agents", json={"device_class": device_class, "fingerprint": FINGERPRINT}
+        "/api/v1/agents",
+        json={"device_class": device_class, "fingerprint": fingerprint or FINGERPRINT},
     )
     assert response.status_code == 201, response.text
     return response.json()["agent_id"]
 
 
-def play_agent(client: Any, agent_id: str, max_jobs: int = 10_000) -> int:
+def play_agent(client: Any, agent_id: str, max_jobs: int = 10_000, busy: bool = False) -> int:
     """Claim and report synthetic results until no work is left; returns jobs done."""
     done = 0
     while done < max_jobs:
@@ -90,7 +139,7 @@ def play_agent(client: Any, agent_id: str, max_jobs: int = 10_000) -> int:
         result = {
             "agent_id": agent_id,
             "lease_id": lease["lease_id"],
-            "measurement": synthetic_measurement(lease["spec"]),
+            "measurement": synthetic_measurement(lease["spec"], busy=busy),
         }
         reported = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result)
         assert reported.status_code == 200, reported.text

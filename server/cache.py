@@ -1,0 +1,72 @@
+"""The measurement cache: a result keyed by (architecture, device fingerprint, runtime and
+settings) is reused by later searches instead of being measured again.
+
+A search targets a device class; the fingerprints that class stands for are those of the
+agents registered under it. Measurements flagged busy are never reused: they are kept, and
+shown, but a later search measures again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from archvocab.wire import DeviceFingerprint, SearchCreate
+from server.db import AgentRow, MeasurementRow, SearchRow
+
+# Who the machine is called does not change what it measures.
+_NOT_IN_KEY = {"hostname"}
+
+
+def fingerprint_key(fingerprint: DeviceFingerprint) -> str:
+    """A stable id of the device's performance-relevant fingerprint."""
+    fields = fingerprint.model_dump(mode="json", exclude=_NOT_IN_KEY)
+    fields["runtimes"] = sorted(fields.get("runtimes") or [])
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def settings_key(search: SearchRow) -> str:
+    return SearchCreate.model_validate(search.request).measurement.cache_key()
+
+
+def find_cached(
+    session: Session, search: SearchRow, arch_ids: list[str]
+) -> dict[str, MeasurementRow]:
+    """arch id -> the latest reusable measurement for this search's devices and settings."""
+    if not arch_ids:
+        return {}
+    devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == search.device_class)
+    rows = session.scalars(
+        select(MeasurementRow)
+        .where(
+            MeasurementRow.arch_id.in_(arch_ids),
+            MeasurementRow.settings_key == settings_key(search),
+            MeasurementRow.fingerprint_key.in_(devices),
+            MeasurementRow.busy.is_(False),
+        )
+        .order_by(MeasurementRow.id)
+    )
+    return {row.arch_id: row for row in rows}  # later rows win: the latest measurement
+
+
+def new_measurement(
+    search: SearchRow, arch_id: str, agent: AgentRow, result: dict[str, Any], now: Any
+) -> MeasurementRow:
+    return MeasurementRow(
+        arch_id=arch_id,
+        settings_key=settings_key(search),
+        fingerprint_key=agent.fingerprint_key,
+        runtime=search.runtime,
+        agent_id=agent.id,
+        search_id=search.id,
+        latency_ms=result["latency_ms"],
+        peak_memory_mb=result["peak_memory_mb"],
+        busy=bool(result["provenance"].get("busy", False)),
+        result=result,
+        created_at=now,
+    )

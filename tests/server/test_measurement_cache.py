@@ -1,0 +1,162 @@
+"""The measurement cache: what a device measured once is reused by later searches, and the
+API says so; different settings, devices or a busy machine mean measuring again."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from factories import FINGERPRINT, play_agent, register, search_request
+
+from server.app import create_app
+from server.db import SchemaMismatch
+from server.settings import Settings
+
+
+def _run_search(client, agent, **overrides):
+    created = client.post("/api/v1/searches", json=search_request(**overrides))
+    assert created.status_code == 201, created.text
+    search_id = created.json()["id"]
+    jobs = play_agent(client, agent)
+    info = client.get(f"/api/v1/searches/{search_id}").json()
+    assert info["status"] == "finished", info
+    candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
+    return info, candidates, jobs
+
+
+def test_a_repeated_search_reuses_every_measurement_and_says_so(client):
+    agent = register(client)
+    first, first_candidates, first_jobs = _run_search(client, agent)
+    assert first_jobs == first["progress"]["measured"] > 0
+    assert first["progress"]["reused"] == 0 and not any(c["reused"] for c in first_candidates)
+
+    second, second_candidates, second_jobs = _run_search(client, agent)
+    assert second_jobs == 0  # nothing went to the device
+    assert second["progress"]["reused"] == second["progress"]["measured"] == first_jobs
+    assert all(c["reused"] for c in second_candidates)
+    by_arch = {c["arch_id"]: c for c in first_candidates}
+    for c in second_candidates:
+        original = by_arch[c["arch_id"]]
+        assert c["measurement"]["measurement_id"] == original["measurement"]["measurement_id"]
+        assert c["measurement"]["measured_for_search"] == first["id"]
+        assert c["objectives"] == original["objectives"]
+    pareto = client.get(f"/api/v1/searches/{second['id']}/pareto").json()
+    assert [p["arch_id"] for p in pareto] == [
+        p["arch_id"] for p in client.get(f"/api/v1/searches/{first['id']}/pareto").json()
+    ]
+
+
+def test_a_later_search_measures_only_what_the_cache_lacks(client):
+    agent = register(client)
+    first, _, _ = _run_search(client, agent)
+    bigger, candidates, jobs = _run_search(client, agent, budget={"max_evaluations": 20})
+    reused = [c for c in candidates if c["reused"]]
+    assert reused and jobs > 0
+    assert bigger["progress"]["reused"] == len(reused)
+    assert jobs + len(reused) == bigger["progress"]["measured"] + bigger["progress"]["failed"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"measurement": {"seq_len": 32}},
+        {"measurement": {"seq_len": 16, "threads": 2}},
+        {"measurement": {"seq_len": 16, "runtime": "onnxruntime"}},
+    ],
+)
+def test_other_settings_measure_again(client, change):
+    onnx_capable = {**FINGERPRINT, "runtimes": ["torch", "onnxruntime"]}
+    agent = register(client, fingerprint=onnx_capable)
+    _run_search(client, agent)
+    info, candidates, jobs = _run_search(client, agent, **change)
+    assert jobs > 0 and info["progress"]["reused"] == 0
+    assert not any(c["reused"] for c in candidates)
+
+
+def test_another_device_measures_again(client):
+    agent = register(client)
+    _run_search(client, agent)
+    other_device = {**FINGERPRINT, "cpu_model": "another cpu"}
+    other = register(client, device_class="other-cpu", fingerprint=other_device)
+    info, _, jobs = _run_search(client, other, device_class="other-cpu")
+    assert jobs > 0 and info["progress"]["reused"] == 0
+
+
+def test_the_same_device_under_another_name_reuses(client):
+    agent = register(client)
+    first, _, first_jobs = _run_search(client, agent)
+    twin = register(client, device_class="twin", fingerprint={**FINGERPRINT, "hostname": "twin"})
+    info, _, jobs = _run_search(client, twin, device_class="twin")
+    assert jobs == 0 and info["progress"]["reused"] == first_jobs
+
+
+def test_measurements_taken_on_a_busy_machine_are_flagged_and_not_reused(client):
+    agent = register(client)
+    created = client.post("/api/v1/searches", json=search_request()).json()
+    play_agent(client, agent, busy=True)
+    pareto = client.get(f"/api/v1/searches/{created['id']}/pareto").json()
+    assert pareto and all(p["measurement"]["provenance"]["busy"] for p in pareto)
+    assert all(p["measurement"]["provenance"]["busy_reasons"] for p in pareto)
+    info, _, jobs = _run_search(client, agent)
+    assert jobs > 0 and info["progress"]["reused"] == 0
+
+
+def test_jobs_go_only_to_agents_with_the_runtime_and_device(client):
+    client.post(
+        "/api/v1/searches",
+        json=search_request(measurement={"seq_len": 16, "runtime": "onnxruntime"}),
+    )
+    torch_only = register(client)
+    assert client.post(f"/api/v1/agents/{torch_only}/claim").status_code == 204
+    with_ort = register(client, fingerprint={**FINGERPRINT, "runtimes": ["torch", "onnxruntime"]})
+    assert client.post(f"/api/v1/agents/{with_ort}/claim").status_code == 200
+
+    client.post(
+        "/api/v1/searches",
+        json=search_request(device_class="gpu", measurement={"seq_len": 16, "device": "cuda"}),
+    )
+    no_gpu = register(client, device_class="gpu")
+    assert client.post(f"/api/v1/agents/{no_gpu}/claim").status_code == 204
+    gpu = register(client, device_class="gpu", fingerprint={**FINGERPRINT, "accelerator": "H200"})
+    lease = client.post(f"/api/v1/agents/{gpu}/claim")
+    assert lease.status_code == 200 and lease.json()["settings"]["device"] == "cuda"
+
+
+def test_the_frontier_carries_provenance_and_the_latency_protocol(client):
+    agent = register(client)
+    _, candidates, _ = _run_search(client, agent)
+    measured = [c for c in candidates if c["status"] == "measured"]
+    for c in measured:
+        m = c["measurement"]
+        assert m["provenance"]["cpu_model"] == FINGERPRINT["cpu_model"]
+        assert m["latency"]["samples"] == len(m["latency"]["samples_ms"])
+        assert m["memory"]["primary"] == "process_peak"
+        assert m["latency_ms"] == c["objectives"]["latency_ms"]
+
+
+@pytest.mark.parametrize(
+    "measurement, field, phrase",
+    [
+        ({"runtime": "tvm"}, "runtime", "'torch' or 'onnxruntime'"),
+        ({"runtime": "onnxruntime", "device": "cuda"}, "measurement", "device 'cpu' only"),
+        ({"min_samples": 50, "max_samples": 10}, "measurement", "min_samples must be <= max"),
+        ({"ci_target": 0}, "ci_target", "greater than 0"),
+        ({"max_time_s": 100, "timeout_s": 50}, "measurement", "timeout_s must exceed"),
+        ({"confidence": 1.5}, "confidence", "less than or equal to 0.999"),
+    ],
+)
+def test_bad_measurement_settings_get_422_naming_the_field(client, measurement, field, phrase):
+    response = client.post("/api/v1/searches", json=search_request(measurement=measurement))
+    assert response.status_code == 422
+    assert field in response.text and phrase in response.text, response.text
+
+
+def test_a_database_from_an_older_version_is_refused_with_the_missing_columns(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:  # the issue-2 layout of the measurements table
+        db.execute(
+            "CREATE TABLE measurements (id INTEGER PRIMARY KEY, candidate_id INTEGER, "
+            "agent_id VARCHAR(64), latency_ms FLOAT)"
+        )
+    with pytest.raises(SchemaMismatch, match="measurements.*lacks column.*result"):
+        create_app(Settings(database_url=f"sqlite:///{path}"))
