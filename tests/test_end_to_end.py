@@ -95,7 +95,11 @@ def _check_search(client: httpx.Client, search_id: int, budget: int) -> None:
     for c in candidates:
         assert c["status"] == "measured", c
         m = c["measurement"]
-        assert m["latency_ms"] > 0 and len(m["latency_samples_ms"]) == 3 and m["peak_memory_mb"] > 0
+        latency, provenance = m["latency"], m["provenance"]
+        assert m["latency_ms"] == latency["median_ms"] > 0 and m["peak_memory_mb"] > 0
+        assert latency["samples"] == len(latency["samples_ms"]) >= 5
+        assert latency["ci_low_ms"] <= latency["median_ms"] <= latency["ci_high_ms"]
+        assert provenance["threads"] == 1 and provenance["cpu_model"]
     objectives = info["request"]["objectives"]
     front = client.get(f"/api/v1/searches/{search_id}/pareto").json()
     front_points = [minimised(p, objectives) for p in front]
@@ -165,3 +169,34 @@ def test_agents_ride_out_a_server_restart(tmp_path, procs):
     with httpx.Client(base_url=url, timeout=30) as client:
         _wait_finished(client, search_id, procs)
         _check_search(client, search_id, budget=10)
+
+
+def test_a_repeated_search_reuses_measurements_and_onnxruntime_searches_run(tmp_path, procs):
+    port = _free_port()
+    _start_server(procs, tmp_path / "cache.db", port)
+    url = f"http://127.0.0.1:{port}"
+    procs.start(
+        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
+    )
+    budget = {"max_evaluations": 4}
+    with httpx.Client(base_url=url, timeout=30) as client:
+        first = client.post("/api/v1/searches", json=search_request(budget=budget)).json()
+        _wait_finished(client, first["id"], procs)
+        _check_search(client, first["id"], budget=4)
+
+        again = client.post("/api/v1/searches", json=search_request(budget=budget)).json()
+        assert again["status"] == "finished", "every candidate should come from the cache"
+        assert again["progress"]["reused"] == again["progress"]["measured"] == 4
+        (agent,) = client.get("/api/v1/agents").json()
+        assert agent["jobs_done"] == 4, "the repeated search must not reach the device"
+
+        ort = search_request(budget={"max_evaluations": 3})
+        ort["measurement"] = {**ort["measurement"], "runtime": "onnxruntime"}
+        onnx = client.post("/api/v1/searches", json=ort).json()
+        assert onnx["progress"]["reused"] == 0
+        _wait_finished(client, onnx["id"], procs)
+        _check_search(client, onnx["id"], budget=3)
+        for c in client.get(f"/api/v1/searches/{onnx['id']}/candidates").json():
+            provenance = c["measurement"]["provenance"]
+            assert provenance["runtime"] == "onnxruntime" and provenance["torch_version"] is None
+            assert c["measurement"]["load_s"] > 0
