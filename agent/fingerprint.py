@@ -1,6 +1,7 @@
 """What this machine is: the DeviceFingerprint an agent registers with.
 
-Linux first (/proc/cpuinfo, /proc/meminfo), falling back to `platform` and `os.sysconf`
+Linux first (/proc/cpuinfo via `agent.provenance`, /proc/meminfo), falling back to `platform`
+and `os.sysconf`
 elsewhere. Torch is asked in a short-lived subprocess so that the agent's long-running main
 process never imports it (on a small board that saves a few hundred MB for the measuring
 child).
@@ -8,6 +9,7 @@ child).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import socket
@@ -16,32 +18,16 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from archvocab.wire import DeviceFingerprint
+from agent.provenance import cpu_model, usable_cores
+from archvocab.wire import DeviceFingerprint, Runtime
+
+__all__ = ["cpu_model", "device_fingerprint", "ram_bytes", "runtimes", "torch_info", "usable_cores"]
 
 _TORCH_PROBE = (
     "import torch;"
     "print(torch.__version__);"
     "print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
 )
-# /proc/cpuinfo names the CPU in different fields on x86, ARM boards and POWER.
-_CPU_FIELDS = ("model name", "Model", "Hardware", "cpu model", "cpu")
-
-
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's marketing name, or the best `platform` can tell."""
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        text = ""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and value.strip():
-            fields.setdefault(key.strip(), value.strip())
-    for name in _CPU_FIELDS:
-        if name in fields:
-            return fields[name][:255]
-    return (platform.processor() or platform.machine() or "unknown")[:255]
 
 
 def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
@@ -56,14 +42,6 @@ def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return 0
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def torch_info(timeout_s: float = 120.0) -> tuple[str, str | None]:
@@ -85,6 +63,17 @@ def torch_info(timeout_s: float = 120.0) -> tuple[str, str | None]:
             return "unknown", None
 
 
+def runtimes() -> list[Runtime]:
+    """Runtimes this agent can measure with: torch, and ONNX Runtime where it is installed.
+
+    Looked up, not imported: the agent's process stays free of both.
+    """
+    found: list[Runtime] = ["torch"]
+    if importlib.util.find_spec("onnxruntime") is not None:
+        found.append("onnxruntime")
+    return found
+
+
 def device_fingerprint() -> DeviceFingerprint:
     """The fingerprint of the machine this runs on."""
     version, accelerator = torch_info()
@@ -97,4 +86,5 @@ def device_fingerprint() -> DeviceFingerprint:
         ram_bytes=ram_bytes(),
         torch_version=version[:64],
         accelerator=accelerator[:255] if accelerator else None,
+        runtimes=runtimes(),
     )

@@ -1,37 +1,44 @@
-"""Measure one candidate in the current process: build it, time forward passes, read memory.
+"""Measure one candidate in this process with eager PyTorch: build it, time it, read memory.
 
 Pure functions: values in, values out, no HTTP. The agent runs `measure_spec` in a fresh
-child process (`agent.child`) so that the CPU memory high-water mark is this candidate's
-alone; called elsewhere it still works, but the CPU peak can under-read because memory freed
-by earlier work is reused without raising the process's RSS.
+process per candidate (`agent.child`, forked from a server that has torch loaded) so that the
+CPU memory high-water mark is this candidate's alone; called elsewhere it still works, but the
+CPU peak can under-read because memory freed by earlier work is reused without raising RSS.
+
+Order matters: a throwaway forward of a tiny model of the same family first (so the runtime's
+one-off initialisation - lazily loaded kernels, allocator pools, the thread pool - lands in
+the memory baseline, not in the candidate's peak), then the baseline, the build, the latency
+protocol (`agent.protocol`), and the memory readings.
 """
 
 from __future__ import annotations
 
 import gc
-import platform
 import time
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
-from agent.memory import MIB, MemoryProbe
-from archvocab.build import build_model
+from agent import provenance
+from agent.memory import MIB, MemoryProbe, process_report, release_free_heap
+from agent.protocol import TimeRuns, run_protocol
+from agent.weights import WEIGHT_SEED, build_fast
 from archvocab.spec import GPT2Spec
-from archvocab.wire import MeasurementResult, MeasurementSettings
+from archvocab.wire import MeasurementResult, MeasurementSettings, MemoryReport, Provenance
 
 INPUT_SEED = 0  # the token batch is the same for every candidate of a given shape
-WEIGHT_SEED = 0
-
-
-def latency_stats(samples_ms: Sequence[float]) -> tuple[float, float]:
-    """(median, interquartile range) of latency samples, in the samples' unit."""
-    if not samples_ms:
-        raise ValueError("latency_stats needs at least one sample")
-    q1, median, q3 = np.percentile(np.asarray(samples_ms, dtype=float), [25, 50, 75])
-    return float(median), float(q3 - q1)
+_PRIMER_VOCAB = 256
+# Enough of the protocol to go through every code path once, in a few milliseconds.
+_QUICK_PROTOCOL = {
+    "warmup": 6,
+    "warmup_min_s": 0.0,
+    "warmup_max_s": 0.05,
+    "min_samples": 3,
+    "max_samples": 12,
+    "min_time_s": 0.0,
+    "max_time_s": 0.05,
+    "min_sample_ms": 0.0,
+}
 
 
 def parameter_bytes(model: torch.nn.Module) -> int:
@@ -40,35 +47,15 @@ def parameter_bytes(model: torch.nn.Module) -> int:
 
 
 def make_tokens(
-    spec: GPT2Spec, settings: MeasurementSettings, device: torch.device
+    vocab_size: int, settings: MeasurementSettings, device: torch.device
 ) -> torch.Tensor:
     """A random (batch_size, seq_len) token batch drawn from a seeded generator."""
     generator = torch.Generator().manual_seed(INPUT_SEED)
     shape = (settings.batch_size, settings.seq_len)
-    return torch.randint(0, spec.vocab_size, shape, generator=generator).to(device)
+    return torch.randint(0, vocab_size, shape, generator=generator).to(device)
 
 
-def time_forward(
-    model: torch.nn.Module, tokens: torch.Tensor, warmup: int, repeats: int
-) -> list[float]:
-    """`warmup` untimed then `repeats` timed forward passes; milliseconds per timed pass."""
-    cuda = tokens.device.type == "cuda"
-    samples: list[float] = []
-    with torch.inference_mode():
-        for _ in range(warmup):
-            model(tokens)
-        for _ in range(repeats):
-            if cuda:
-                torch.cuda.synchronize(tokens.device)
-            start = time.perf_counter()
-            model(tokens)
-            if cuda:
-                torch.cuda.synchronize(tokens.device)
-            samples.append((time.perf_counter() - start) * 1000.0)
-    return samples
-
-
-def _device(settings: MeasurementSettings) -> torch.device:
+def device_for(settings: MeasurementSettings) -> torch.device:
     if settings.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(
             "the job asks for device 'cuda' but this agent has no usable CUDA device"
@@ -76,70 +63,190 @@ def _device(settings: MeasurementSettings) -> torch.device:
     return torch.device(settings.device)
 
 
-def _build(spec: GPT2Spec, device: torch.device) -> tuple[torch.nn.Module, float]:
-    start = time.perf_counter()
-    torch.manual_seed(WEIGHT_SEED)
-    with device:  # allocate the weights where they will run, without a CPU copy first
-        model = build_model(spec)
-    model.eval()
+def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return model, time.perf_counter() - start
 
 
-def measure_spec(spec: GPT2Spec, settings: MeasurementSettings) -> MeasurementResult:
-    """Build `spec` and measure latency and peak memory with `settings`.
-
-    Peak memory is the high-water mark above a baseline taken just before the build: process
-    RSS on the CPU (see `agent.memory`), ``torch.cuda.max_memory_allocated`` on CUDA.
-    """
-    device = _device(settings)
-    torch.set_num_threads(settings.threads)
-    gc.collect()
-    cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-        method, baseline = "cuda_max_memory_allocated", torch.cuda.memory_allocated(device)
-    else:
-        probe = MemoryProbe.start()
-        method, baseline = probe.method, probe.baseline_bytes
-    model, build_s = _build(spec, device)
-    samples = time_forward(
-        model, make_tokens(spec, settings, device), settings.warmup, settings.repeats
+# -- runtime initialisation -------------------------------------------------------------------
+def primer_spec(spec: GPT2Spec, seq_len: int) -> GPT2Spec:
+    """A 1-layer, d_model 64, 256-token GPT-2 taking the same code paths as `spec`
+    (adaptive clusters or not, embedding projection or not)."""
+    return GPT2Spec(
+        n_layer=1,
+        d_model=64,
+        d_inner=(64,),
+        n_head=(1,),
+        d_embed=64 if spec.d_embed == spec.d_model else 32,
+        div_val=min(spec.div_val, 2),
+        cutoffs=(64, 128) if spec.cutoffs else (),
+        vocab_size=_PRIMER_VOCAB,
+        n_positions=seq_len,
     )
-    peak = torch.cuda.max_memory_allocated(device) if cuda else probe.peak_bytes()
-    median, iqr = latency_stats(samples)
-    return MeasurementResult(
-        latency_ms=median,
-        latency_iqr_ms=iqr,
-        latency_samples_ms=samples,
-        peak_memory_mb=max(0, peak - baseline) / MIB,
-        memory_method=method,
-        baseline_memory_mb=baseline / MIB,
-        weights_mb=parameter_bytes(model) / MIB,
-        build_s=build_s,
-        details=_details(model, settings, device),
+
+
+def prime_runtime(spec: GPT2Spec, settings: MeasurementSettings, device: torch.device) -> None:
+    """Run the whole harness once on a throwaway tiny model, before the memory baseline.
+
+    Without it every CPU candidate reads about 13 MB too much: the first forward pass loads
+    kernels, grows allocator pools and starts the thread pool, and the protocol's first
+    statistics load numpy code, whatever the candidate's size.
+    """
+    model = build_fast(primer_spec(spec, settings.seq_len), device)
+    tokens = make_tokens(_PRIMER_VOCAB, settings, device)
+    quick = settings.model_copy(update=_QUICK_PROTOCOL)
+    with torch.inference_mode():
+        provenance.snapshot()
+        run_protocol(make_timer(model, tokens), quick)
+    _sync(device)
+    del model, tokens
+    gc.collect()
+
+
+# -- memory -----------------------------------------------------------------------------------
+class MemoryWatch:
+    """Baselines taken just before the build; `report` reads the peaks above them."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.cuda = device.type == "cuda"
+        gc.collect()
+        if self.cuda:
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+            self.allocated0 = torch.cuda.memory_allocated(device)
+            self.reserved0 = torch.cuda.memory_reserved(device)
+        release_free_heap()
+        self.probe = MemoryProbe.start()
+
+    def report(self, weights_bytes: int) -> MemoryReport:
+        cpu = process_report(self.probe, weights_bytes)
+        if not self.cuda:
+            return cpu
+        _sync(self.device)
+        allocated = torch.cuda.max_memory_allocated(self.device) - self.allocated0
+        reserved = torch.cuda.max_memory_reserved(self.device) - self.reserved0
+        return cpu.model_copy(
+            update={
+                "primary": "cuda_allocated_peak",
+                "cuda_allocated_peak_mb": max(0, allocated) / MIB,
+                "cuda_reserved_peak_mb": max(0, reserved) / MIB,
+            }
+        )
+
+
+def primary_value(memory: MemoryReport) -> float:
+    """The value of the memory kind chosen as the objective."""
+    value = getattr(memory, f"{memory.primary}_mb")
+    return 0.0 if value is None else float(value)
+
+
+# -- latency ----------------------------------------------------------------------------------
+def make_timer(model: torch.nn.Module, tokens: torch.Tensor) -> TimeRuns:
+    """`n` back-to-back forward passes; seconds. CUDA: events around the queued work."""
+    if tokens.device.type != "cuda":
+
+        def time_cpu(n: int) -> float:
+            start = time.perf_counter()
+            for _ in range(n):
+                model(tokens)
+            return time.perf_counter() - start
+
+        return time_cpu
+
+    def time_cuda(n: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(tokens.device)  # nothing earlier queued inside the window
+        start.record()
+        for _ in range(n):
+            model(tokens)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1000.0
+
+    return time_cuda
+
+
+# -- provenance -------------------------------------------------------------------------------
+def torch_build() -> str:
+    """A short description of this torch build: commit, CUDA, parallel backend, oneDNN."""
+    parts = [f"git {(torch.version.git_version or 'unknown')[:10]}"]
+    parts.append(f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU build")
+    for line in torch.__config__.parallel_info().splitlines():
+        if line.startswith("ATen parallel backend"):
+            parts.append(line.strip())
+    parts.append(f"mkldnn {'on' if torch.backends.mkldnn.is_available() else 'off'}")
+    return ", ".join(parts)
+
+
+def _provenance(
+    settings: MeasurementSettings,
+    device: torch.device,
+    before: provenance.Snapshot,
+    after: provenance.Snapshot,
+) -> Provenance:
+    cuda = device.type == "cuda"
+    return provenance.build_provenance(
+        runtime="torch",
+        runtime_version=torch.__version__,
+        threads=torch.get_num_threads(),
+        interop_threads=torch.get_num_interop_threads(),
+        before=before,
+        after=after,
+        torch_version=torch.__version__,
+        torch_build=torch_build(),
+        accelerator=torch.cuda.get_device_name(device) if cuda else None,
+        accelerator_driver=provenance.nvidia_driver() if cuda else None,
+        cuda_version=torch.version.cuda if cuda else None,
     )
 
 
 def _details(
     model: torch.nn.Module, settings: MeasurementSettings, device: torch.device
 ) -> dict[str, Any]:
-    details: dict[str, Any] = {
-        "torch_version": torch.__version__,
-        "python_version": platform.python_version(),
+    return {
         "device": str(device),
-        "threads": torch.get_num_threads(),
-        "interop_threads": torch.get_num_interop_threads(),
         "batch_size": settings.batch_size,
         "seq_len": settings.seq_len,
-        "warmup": settings.warmup,
-        "samples": settings.repeats,
         "input_seed": INPUT_SEED,
+        "weight_seed": WEIGHT_SEED,
+        "weights": "tiled draws of each tensor's init distribution (agent.weights)",
         "n_parameters": sum(p.numel() for p in model.parameters()),
     }
-    if device.type == "cuda":
-        details["device_name"] = torch.cuda.get_device_name(device)
-        details["max_memory_reserved_mb"] = torch.cuda.max_memory_reserved(device) / MIB
-    return details
+
+
+# -- the measurement --------------------------------------------------------------------------
+def measure_spec(
+    spec: GPT2Spec, settings: MeasurementSettings, *, started: float | None = None
+) -> MeasurementResult:
+    """Build `spec` and measure its latency and peak memory as `settings` says.
+
+    `started`: perf_counter() when the measuring process began the job (for total_s).
+    """
+    started = time.perf_counter() if started is None else started
+    device = device_for(settings)
+    torch.set_num_threads(settings.threads)
+    prime_runtime(spec, settings, device)
+    watch = MemoryWatch(device)
+    build_start = time.perf_counter()
+    model = build_fast(spec, device)
+    _sync(device)
+    build_s = time.perf_counter() - build_start
+    tokens = make_tokens(spec.vocab_size, settings, device)
+    with torch.inference_mode():
+        before = provenance.snapshot()
+        stats = run_protocol(make_timer(model, tokens), settings)
+        after = provenance.snapshot()
+    memory = watch.report(parameter_bytes(model))
+    return MeasurementResult(
+        latency_ms=stats.median_ms,
+        peak_memory_mb=primary_value(memory),
+        latency=stats,
+        memory=memory,
+        build_s=build_s,
+        load_s=0.0,
+        provenance=_provenance(settings, device, before, after),
+        details=_details(model, settings, device),
+        total_s=time.perf_counter() - started,
+    )

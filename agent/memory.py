@@ -1,7 +1,10 @@
 """Process memory high-water marks on the CPU: what one candidate adds above its baseline.
 
 Meant to run in a fresh child process per candidate, so that the high-water mark belongs to
-that candidate alone. Three methods, best first:
+that candidate alone. Before the baseline, the measuring code runs a throwaway model (see
+`agent.in_process`) so the runtime's one-off initialisation is not charged to the candidate,
+then `release_free_heap()` so that memory the throwaway freed is not silently reused by the
+candidate without showing in RSS. Three methods, best first:
 
 - Linux with a writable ``/proc/self/clear_refs``: writing "5" resets the peak RSS (VmHWM) to
   the current RSS; the baseline is the RSS at that moment.
@@ -12,9 +15,13 @@ that candidate alone. Three methods, best first:
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from archvocab.wire import MemoryReport
 
 MIB = 1024 * 1024
 _STATUS = Path("/proc/self/status")
@@ -40,6 +47,21 @@ def _ru_maxrss_bytes() -> int | None:
         return None
     value = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return value if sys.platform == "darwin" else value * 1024  # macOS reports bytes, Linux KiB
+
+
+def release_free_heap() -> bool:
+    """Return the C heap's free memory to the OS (glibc's malloc_trim); True if any went back.
+
+    Freed-but-kept heap pages are resident: a candidate reusing them would not raise the RSS
+    high-water mark, and its peak would read low.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return False
 
 
 def _reset_hwm() -> bool:
@@ -80,3 +102,14 @@ class MemoryProbe:
 
     def peak_above_baseline_bytes(self) -> int:
         return max(0, self.peak_bytes() - self.baseline_bytes)
+
+
+def process_report(probe: MemoryProbe, weights_bytes: int) -> MemoryReport:
+    """The CPU MemoryReport: the process peak above `probe`'s baseline is the primary kind."""
+    return MemoryReport(
+        primary="process_peak",
+        process_peak_mb=probe.peak_above_baseline_bytes() / MIB,
+        process_method=probe.method,
+        process_baseline_mb=probe.baseline_bytes / MIB,
+        weights_mb=weights_bytes / MIB,
+    )

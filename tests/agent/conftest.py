@@ -34,7 +34,15 @@ TINY_SPEC: dict[str, Any] = {
     "vocab_size": 1000,
     "n_positions": 64,
 }
-FAST_SETTINGS: dict[str, Any] = {"seq_len": 16, "warmup": 1, "repeats": 5, "timeout_s": 120.0}
+# Well under a second per measurement: a short warm-up and timed phase, no minimum time.
+FAST_SETTINGS: dict[str, Any] = {
+    "seq_len": 16,
+    "warmup_max_s": 0.5,
+    "max_time_s": 0.5,
+    "min_samples": 5,
+    "min_time_s": 0.0,
+    "timeout_s": 120.0,
+}
 
 
 @pytest.fixture(scope="session")

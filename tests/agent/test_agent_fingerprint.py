@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from agent.fingerprint import cpu_model, device_fingerprint, ram_bytes, usable_cores
+from agent.fingerprint import cpu_model, device_fingerprint, ram_bytes, runtimes, usable_cores
 
 
 def test_fingerprint_describes_this_machine() -> None:
@@ -74,3 +76,25 @@ def test_ram_bytes_from_meminfo(tmp_path: Path) -> None:
 
 def test_usable_cores_is_positive() -> None:
     assert usable_cores() >= 1
+
+
+def test_runtimes_list_onnxruntime_only_where_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert device_fingerprint().runtimes == runtimes()
+    installed = importlib.util.find_spec("onnxruntime") is not None
+    assert runtimes() == (["torch", "onnxruntime"] if installed else ["torch"])
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any) -> Any:
+        return object() if name == "onnxruntime" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    assert runtimes() == ["torch", "onnxruntime"]
+
+
+def test_runtimes_are_looked_up_not_imported() -> None:
+    code = (
+        "import sys; from agent.fingerprint import runtimes; runtimes();"
+        "print('onnxruntime' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -30,6 +30,20 @@ AGENT_MODULES = (
     "agent.child",
     "agent.in_process",
     "agent.lease",
+    "agent.launch",
+    "agent.protocol",
+    "agent.provenance",
+    "agent.weights",
+    "agent.preload",
+)
+# What the ONNX Runtime measuring process and the agent's own process load: no torch.
+TORCH_FREE = (
+    "agent.child",
+    "agent.launch",
+    "agent.measure",
+    "agent.memory",
+    "agent.protocol",
+    "agent.provenance",
 )
 
 
@@ -50,3 +64,8 @@ def test_the_agent_process_stays_torch_free() -> None:
     loaded = loaded_after_import("agent.cli")
     assert "torch" not in loaded and "numpy" not in loaded
     assert {"httpx", "archvocab", "pydantic"} <= loaded
+
+
+@pytest.mark.parametrize("module", TORCH_FREE)
+def test_measuring_plumbing_is_torch_free(module: str) -> None:
+    assert "torch" not in loaded_after_import(module)

@@ -1,7 +1,11 @@
-"""Measuring candidates: the in-process numbers, the child protocol, and typed failures."""
+"""Measuring candidates: in process, through the child protocol, and in fresh processes."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -12,8 +16,9 @@ import torch
 from agent import memory
 from agent.child import FAULT_ENV, run_job
 from agent.failures import classify_exception
-from agent.in_process import latency_stats, measure_spec
+from agent.in_process import measure_spec, parameter_bytes, primer_spec
 from agent.measure import MeasurementCancelled, measure_candidate
+from agent.weights import build_fast
 from archvocab.errors import InvalidSpec
 from archvocab.spec import parse_spec
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings
@@ -29,25 +34,35 @@ BIG_SPEC_CHANGES: dict[str, Any] = {
 
 
 def check_sane(result: MeasurementResult, settings: MeasurementSettings) -> None:
-    samples = result.latency_samples_ms
-    assert len(samples) == settings.repeats == result.details["samples"]
-    assert min(samples) <= result.latency_ms <= max(samples)
-    assert 0 <= result.latency_iqr_ms <= max(samples) - min(samples)
-    assert all(s > 0 for s in samples)
-    assert result.build_s > 0
-    assert result.weights_mb > 0
-    assert result.details["threads"] == settings.threads
-    assert result.details["torch_version"] == torch.__version__
+    lat = result.latency
+    assert lat.samples == len(lat.samples_ms) >= settings.min_samples
+    assert result.latency_ms == lat.median_ms
+    assert lat.min_ms <= lat.median_ms <= lat.p90_ms <= max(lat.samples_ms)
+    assert lat.ci_low_ms <= lat.median_ms <= lat.ci_high_ms
+    assert 0 <= lat.iqr_ms <= max(lat.samples_ms) - lat.min_ms
+    assert all(s > 0 for s in lat.samples_ms)
+    assert lat.inner_repeats >= 1 and lat.confidence == settings.confidence
+    assert lat.warmup_runs >= settings.warmup
+    assert result.build_s > 0 and result.load_s == 0
+    assert result.total_s >= result.build_s + lat.warmup_s + lat.timed_s
+    mem = result.memory
+    assert mem.weights_mb > 0 and mem.process_baseline_mb > 0
+    assert result.peak_memory_mb == getattr(mem, f"{mem.primary}_mb")
+    prov = result.provenance
+    assert prov.runtime == "torch" and prov.runtime_version == torch.__version__
+    assert prov.torch_version == torch.__version__ and prov.torch_build
+    assert prov.threads == settings.threads and prov.interop_threads
+    assert prov.cpu_model and prov.hostname and prov.python_version
+    assert isinstance(prov.busy_reasons, list) and prov.busy == bool(prov.busy_reasons)
+    if sys.platform.startswith("linux"):
+        assert prov.cpu_affinity and len(prov.load_avg_before) == 3
+        assert prov.cpu_share is not None and prov.cpu_share > 0
+    details = result.details
+    assert details["seq_len"] == settings.seq_len and details["batch_size"] == settings.batch_size
+    assert details["n_parameters"] > 0 and details["input_seed"] == 0
 
 
 # -- pure helpers -----------------------------------------------------------------------------
-def test_latency_stats_median_and_iqr() -> None:
-    assert latency_stats([5.0, 1.0, 4.0, 2.0, 3.0]) == (3.0, 2.0)
-    assert latency_stats([7.0]) == (7.0, 0.0)
-    with pytest.raises(ValueError, match="at least one sample"):
-        latency_stats([])
-
-
 @pytest.mark.parametrize(
     ("exc", "kind"),
     [
@@ -77,6 +92,28 @@ def test_read_status_kib_parses_proc_status(tmp_path: Any) -> None:
     assert memory.read_status_kib("VmRSS", tmp_path / "missing") is None
 
 
+def test_parameter_bytes_counts_tied_weights_once(tiny_spec: dict[str, Any]) -> None:
+    model = build_fast(parse_spec(tiny_spec), torch.device("cpu"))
+    assert model.head.embedding is model.embed  # the output layer reuses the input table
+    distinct = {id(p): p.numel() for m in model.modules() for p in m.parameters(recurse=False)}
+    assert parameter_bytes(model) == 4 * sum(distinct.values())
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"cutoffs": [200, 500], "div_val": 4, "d_embed": 64}, {"d_embed": 32}],
+)
+def test_primer_takes_the_candidates_code_paths(
+    tiny_spec: dict[str, Any], changes: dict[str, Any]
+) -> None:
+    spec = parse_spec({**tiny_spec, **changes})
+    primer = primer_spec(spec, seq_len=16)
+    assert (primer.n_layer, primer.d_model, primer.n_positions) == (1, 64, 16)
+    assert bool(primer.cutoffs) == bool(spec.cutoffs)
+    assert (primer.d_embed == primer.d_model) == (spec.d_embed == spec.d_model)
+    assert (primer.div_val > 1) == (spec.div_val > 1)
+
+
 # -- in process -------------------------------------------------------------------------------
 def test_measure_spec_in_process_gives_sane_numbers(
     tiny_spec: dict[str, Any], fast_settings: MeasurementSettings
@@ -84,8 +121,7 @@ def test_measure_spec_in_process_gives_sane_numbers(
     result = measure_spec(parse_spec(tiny_spec), fast_settings)
     check_sane(result, fast_settings)
     assert result.details["device"] == "cpu"
-    assert result.details["seq_len"] == 16
-    assert result.details["n_parameters"] > 0
+    assert result.memory.primary == "process_peak" and result.memory.cuda_allocated_peak_mb is None
 
 
 def test_child_protocol_in_process(
@@ -96,9 +132,13 @@ def test_child_protocol_in_process(
     bad = run_job({"spec": {**tiny_spec, "n_head": [3, 2]}, "settings": fast_settings.model_dump()})
     assert bad["failure"]["kind"] == "invalid_spec"
     assert "n_head" in bad["failure"]["message"]
+    odd = run_job({"step": "compile", "spec": tiny_spec, "settings": fast_settings.model_dump()})
+    assert (
+        odd["failure"]["kind"] == "error" and "unknown step 'compile'" in odd["failure"]["message"]
+    )
 
 
-# -- in a child process -----------------------------------------------------------------------
+# -- in fresh processes -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_and_big(
     tiny_spec: dict[str, Any], fast_settings: MeasurementSettings
@@ -108,22 +148,61 @@ def tiny_and_big(
     return tiny, big
 
 
-def test_child_measurement_is_sane(tiny_and_big: tuple[Any, Any]) -> None:
+def test_child_measurement_is_sane(
+    tiny_and_big: tuple[Any, Any], fast_settings: MeasurementSettings
+) -> None:
     tiny, _ = tiny_and_big
     assert isinstance(tiny, MeasurementResult), tiny
-    check_sane(tiny, MeasurementSettings(seq_len=16, warmup=1, repeats=5, timeout_s=120))
-    assert tiny.peak_memory_mb > 0
-    assert tiny.baseline_memory_mb > 0
-    assert tiny.memory_method.startswith(("rss_hwm", "ru_maxrss"))
+    check_sane(tiny, fast_settings)
+    assert tiny.memory.process_method.startswith(("rss_hwm", "ru_maxrss"))
+    assert tiny.details["process_start_s"] >= 0
+
+
+def test_each_candidate_gets_a_fresh_process(tiny_and_big: tuple[Any, Any]) -> None:
+    tiny, big = tiny_and_big
+    pids = {tiny.details["pid"], big.details["pid"]}
+    assert len(pids) == 2 and os.getpid() not in pids
+
+
+@pytest.mark.skipif(not memory.read_status_kib("VmHWM"), reason="needs /proc/self/status (Linux)")
+def test_tiny_model_peak_is_its_own_weights_and_activations(tiny_and_big: tuple[Any, Any]) -> None:
+    # Before the throwaway primer forward, every model read ~13 MB more: torch's one-off
+    # initialisation. The tiny model's weights are 0.5 MB; its activations are smaller still.
+    tiny, _ = tiny_and_big
+    assert tiny.memory.weights_mb <= tiny.memory.process_peak_mb < 5
 
 
 def test_bigger_model_uses_more_memory(tiny_and_big: tuple[Any, Any]) -> None:
     tiny, big = tiny_and_big
     assert isinstance(big, MeasurementResult), big
-    assert big.weights_mb > 50 * tiny.weights_mb
+    assert big.memory.weights_mb > 50 * tiny.memory.weights_mb
     # the high-water mark must at least hold the weights, and dwarf the tiny model's
-    assert big.peak_memory_mb >= big.weights_mb
+    assert big.peak_memory_mb >= big.memory.weights_mb
     assert big.peak_memory_mb > tiny.peak_memory_mb + 40
+
+
+def test_the_agent_process_never_imports_torch(
+    tiny_spec: dict[str, Any], fast_settings: MeasurementSettings
+) -> None:
+    code = (
+        "import json, sys\n"
+        "from agent.measure import measure_candidate\n"
+        "from archvocab.wire import MeasurementSettings\n"
+        "if __name__ == '__main__':\n"
+        "    job = json.loads(sys.stdin.read())\n"
+        "    settings = MeasurementSettings.model_validate(job['settings'])\n"
+        "    result = measure_candidate(job['spec'], settings)\n"
+        "    print(type(result).__name__, 'torch' in sys.modules, 'numpy' in sys.modules)\n"
+    )
+    job = {"spec": tiny_spec, "settings": fast_settings.model_dump()}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.split() == ["MeasurementResult", "False", "False"], done.stderr
 
 
 def test_invalid_spec_is_rejected_before_spawning(
@@ -166,12 +245,25 @@ def test_child_faults_become_typed_failures(
     assert text in failure.message
 
 
+def test_fault_set_after_the_forkserver_started_still_applies(
+    tiny_spec: dict[str, Any], fast_settings: MeasurementSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # forked children see the forkserver's environment, so the agent sends the fault along
+    assert isinstance(measure_candidate(tiny_spec, fast_settings), MeasurementResult)
+    monkeypatch.setenv(FAULT_ENV, "error")
+    failure = measure_candidate(tiny_spec, fast_settings)
+    assert isinstance(failure, Failure) and "injected" in failure.message
+    monkeypatch.delenv(FAULT_ENV)
+    assert isinstance(measure_candidate(tiny_spec, fast_settings), MeasurementResult)
+
+
 def test_hanging_child_is_killed_at_the_timeout(
     tiny_spec: dict[str, Any], fast_settings: MeasurementSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(FAULT_ENV, "hang")
+    settings = fast_settings.model_copy(update={"timeout_s": 1.5})
     started = time.monotonic()
-    failure = measure_candidate(tiny_spec, fast_settings.model_copy(update={"timeout_s": 1.5}))
+    failure = measure_candidate(tiny_spec, settings)
     elapsed = time.monotonic() - started
     assert failure == Failure(kind="timeout", message="no result within timeout_s=1.5; killed")
     assert 1.5 <= elapsed < 5
@@ -196,9 +288,12 @@ def test_cuda_measurement(tiny_spec: dict[str, Any], fast_settings: MeasurementS
     result = measure_candidate(tiny_spec, settings)
     assert isinstance(result, MeasurementResult), result
     check_sane(result, settings)
-    assert result.memory_method == "cuda_max_memory_allocated"
-    assert result.peak_memory_mb >= result.weights_mb
-    assert result.details["device_name"] == torch.cuda.get_device_name(0)
+    mem = result.memory
+    assert mem.primary == "cuda_allocated_peak"
+    assert result.peak_memory_mb == mem.cuda_allocated_peak_mb >= mem.weights_mb
+    assert mem.cuda_reserved_peak_mb is not None and mem.cuda_reserved_peak_mb >= 0
+    assert result.provenance.accelerator == torch.cuda.get_device_name(0)
+    assert result.provenance.cuda_version == torch.version.cuda
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")

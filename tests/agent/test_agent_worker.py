@@ -77,12 +77,12 @@ def test_measures_reports_and_exits_when_idle(
     assert [r.device_class for r in state.registrations] == ["cpu-test"]
     measurement = state.results[good].measurement
     assert isinstance(measurement, MeasurementResult)
-    assert len(measurement.latency_samples_ms) == 5 and measurement.peak_memory_mb > 0
+    assert measurement.latency.samples >= 5 and measurement.peak_memory_mb > 0
     assert state.results[good].lease_id and state.results[good].failure is None
     assert (
         state.results[bad].failure is not None and state.results[bad].failure.kind == "invalid_spec"
     )
-    # the tiny job takes a couple of seconds in its child; heartbeats go every 0.2 s meanwhile
+    # the tiny job takes about a second in its child; heartbeats go every 0.2 s meanwhile
     assert worker.heartbeats >= 1 and {job for job, _ in state.heartbeats} == {good}
     assert len(state.claims) >= 3  # two jobs, then at least one empty claim
 

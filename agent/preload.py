@@ -1,0 +1,39 @@
+"""Imported once by the agent's forkserver, so forked measuring processes start warm.
+
+No tensor work here: a thread pool started in the server would not survive the fork
+(OpenMP's pool is not fork-safe), and what a first forward pass initialises belongs in each
+child's own memory baseline (`agent.in_process.prime_runtime`). Only imports, one run of the
+protocol's statistics on fixed numbers (numpy loads parts of itself on first use), and
+`gc.freeze()`: the hundreds of thousands of objects the imports made are left out of every
+child's garbage collections (a full collection over them costs about 0.2 s) and their pages
+are not copied by the collector touching them.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import torch  # noqa: F401
+
+import agent.child  # noqa: F401
+import agent.in_process  # noqa: F401
+import archvocab.build  # noqa: F401
+from agent import protocol
+
+
+def _warm_statistics() -> None:
+    samples = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.2]
+    protocol.is_stable(samples)
+    protocol.summarize(
+        samples,
+        confidence=0.95,
+        inner=1,
+        stop_reason="ci_target",
+        warmup=protocol.Warmup(runs=len(samples), per_run_s=samples),
+        timed_s=1.0,
+    )
+
+
+_warm_statistics()
+gc.collect()
+gc.freeze()
