@@ -1,0 +1,248 @@
+"""The ONNX Runtime backend: export a candidate with torch, measure it with ONNX Runtime (CPU).
+
+Two steps, each run by the agent in its own fresh process: `export_onnx` builds the torch
+model and writes an .onnx file; `measure_onnx` loads that file into an InferenceSession and
+times it with the shared latency protocol. The measuring process never imports torch, so its
+memory high-water mark is ONNX Runtime's alone (torch is imported lazily by the export).
+
+Exporter: torch's torch.export-based exporter (``dynamo=True``, needs onnx + onnxscript); the
+TorchScript exporter is deprecated, and tracing would freeze data-dependent branches.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from types import MethodType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agent.memory import MIB, MemoryProbe, release_free_heap
+from agent.protocol import TimeRuns, run_protocol
+from agent.provenance import build_provenance, snapshot
+from archvocab.spec import GPT2Spec
+from archvocab.wire import MeasurementResult, MeasurementSettings, MemoryReport
+
+if TYPE_CHECKING:
+    import torch
+
+INPUT_SEED = 0  # = agent.in_process.INPUT_SEED: both runtimes time the same token batch
+OPSET = 20  # pinned so a torch upgrade does not silently change the graph; ORT >= 1.17 runs it
+# Protobuf cannot serialise a message over 2 GiB; above this the weights go to an external
+# data file next to the model (same folder, which the caller removes).
+EMBEDDED_WEIGHTS_LIMIT = 1536 * MIB
+INPUT_NAME, OUTPUT_NAME = "tokens", "log_probs"
+_GRAPH_OPTIMIZATION = "ORT_ENABLE_ALL"
+_PROVIDERS = ["CPUExecutionProvider"]
+
+
+def make_tokens(spec: GPT2Spec, settings: MeasurementSettings) -> np.ndarray:
+    """The torch path's token batch (``agent.in_process.make_tokens``) bit for bit, no torch.
+
+    torch.randint on the CPU with a generator seeded s (range < 2**32) takes one 32-bit
+    MT19937 draw per element, row-major, modulo the range; numpy's legacy RandomState(s)
+    seeds MT19937 the same way. A test holds this to torch.
+    """
+    shape = (settings.batch_size, settings.seq_len)
+    draws = np.random.RandomState(INPUT_SEED).randint(
+        0, 2**32, size=shape[0] * shape[1], dtype=np.uint32
+    )
+    return (draws.astype(np.int64) % spec.vocab_size).reshape(shape)
+
+
+def export_onnx(spec: GPT2Spec, settings: MeasurementSettings, path: str) -> float:
+    """Build `spec` as the torch path does (`agent.weights.build_fast`: seeded, eval mode) and
+    export it to `path` for the settings' (batch_size, seq_len) int64 token ids.
+
+    Returns the build + export seconds.
+
+    Weights are stored in `path`, or beyond EMBEDDED_WEIGHTS_LIMIT in ``path + ".data"``.
+    """
+    _check_runtime(settings)
+    import torch  # here, not at the top: the measuring process must not load torch
+
+    from agent.weights import build_fast
+    from archvocab.build import AdaptiveEmbedding
+
+    start = time.perf_counter()
+    model = build_fast(spec, torch.device("cpu"))  # the torch path's weights, value for value
+    for module in model.modules():
+        if isinstance(module, AdaptiveEmbedding):  # the model is ours and thrown away after
+            module.forward = MethodType(_adaptive_embedding_for_export, module)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    tokens = torch.from_numpy(make_tokens(spec, settings))
+    with warnings.catch_warnings(), torch.no_grad():
+        # torch 2.13's exporter trips its own pytree deprecation; nothing we can change.
+        warnings.filterwarnings(
+            "ignore", message=r"`isinstance\(treespec, LeafSpec\)`", category=FutureWarning
+        )
+        torch.onnx.export(
+            model,
+            (tokens,),
+            path,
+            dynamo=True,
+            opset_version=OPSET,
+            input_names=[INPUT_NAME],
+            output_names=[OUTPUT_NAME],
+            external_data=weight_bytes > EMBEDDED_WEIGHTS_LIMIT,
+            verbose=False,
+        )
+    return time.perf_counter() - start
+
+
+def _adaptive_embedding_for_export(self: Any, tokens: torch.Tensor) -> torch.Tensor:
+    """`AdaptiveEmbedding.forward` without its ``if index.numel():`` shortcut.
+
+    torch.export cannot branch on a data-dependent size; gathering and copying an empty
+    cluster is a no-op, so the result is the same (tests compare ORT with torch).
+    """
+    from torch.nn import functional as F
+
+    if len(self.layers) == 1:  # no data-dependent branch on this path
+        return type(self).forward(self, tokens)
+    flat = tokens.reshape(-1)
+    out = flat.new_zeros(flat.numel(), self.d_model, dtype=self.projs[0].dtype)
+    for i, (lo, hi) in enumerate(zip(self.bounds, self.bounds[1:])):
+        index = ((flat >= lo) & (flat < hi)).nonzero().squeeze(1)
+        out = out.index_copy(0, index, F.linear(self.layers[i](flat[index] - lo), self.projs[i]))
+    return out.view(*tokens.shape, self.d_model) * self.scale
+
+
+def measure_onnx(
+    path: str, spec: GPT2Spec, settings: MeasurementSettings, build_s: float
+) -> MeasurementResult:
+    """Load the model at `path` into ONNX Runtime (CPU) and measure latency and peak memory.
+
+    Memory is the process's RSS high-water mark above a baseline taken just before the
+    session is created (`agent.memory`), so it includes ONNX Runtime's loading of the file.
+    weights_mb is the initializers' bytes: the parameters, give or take what the exporter's
+    constant folding copied or trimmed (tensors under 8192 elements only). `build_s` is what
+    `export_onnx` returned.
+
+    Models over EMBEDDED_WEIGHTS_LIMIT keep their weights in an external file, which ONNX
+    Runtime memory-maps rather than copies: their peak reads lower than the same model's
+    embedded would (8 x 512 GPT-2: 358 vs 503 MiB), so `details["external_data"]` says which.
+    """
+    started = time.perf_counter()
+    _check_runtime(settings)
+    import onnxruntime as ort
+
+    session, probe, load_s = _open_session(ort, path, settings)
+    time_runs = _timer(session, make_tokens(spec, settings))
+    before = snapshot()
+    latency = run_protocol(time_runs, settings)
+    after = snapshot()
+    peak_mb = probe.peak_above_baseline_bytes() / MIB
+    graph = _graph_facts(path)  # after the peak is read: it parses the whole file
+    memory = MemoryReport(
+        primary="process_peak",
+        process_peak_mb=peak_mb,
+        process_method=probe.method,
+        process_baseline_mb=probe.baseline_bytes / MIB,
+        weights_mb=graph.pop("initializer_bytes") / MIB,
+    )
+    provenance = build_provenance(
+        runtime="onnxruntime",
+        runtime_version=ort.__version__,
+        threads=settings.threads,
+        interop_threads=1,
+        before=before,
+        after=after,
+    )
+    return MeasurementResult(
+        latency_ms=latency.median_ms,
+        peak_memory_mb=peak_mb,
+        latency=latency,
+        memory=memory,
+        build_s=build_s,
+        load_s=load_s,
+        total_s=time.perf_counter() - started,
+        provenance=provenance,
+        details={
+            "providers": session.get_providers(),
+            "graph_optimization_level": _GRAPH_OPTIMIZATION,
+            "execution_mode": "ORT_SEQUENTIAL",
+            "input_seed": INPUT_SEED,
+            **graph,
+        },
+    )
+
+
+def _open_session(
+    ort: Any, path: str, settings: MeasurementSettings
+) -> tuple[Any, MemoryProbe, float]:
+    """(session, memory probe started just before it, seconds the session took to create)."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = settings.threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _GRAPH_OPTIMIZATION)
+    _warm_up_runtime(ort, options)
+    release_free_heap()  # what the warm-up freed must not be silently reused by the model
+    probe = MemoryProbe.start()
+    start = time.perf_counter()
+    session = ort.InferenceSession(path, sess_options=options, providers=_PROVIDERS)
+    return session, probe, time.perf_counter() - start
+
+
+def _timer(session: Any, tokens: np.ndarray) -> TimeRuns:
+    # IO binding keeps the per-run conversion of the output to numpy out of the timing (the
+    # torch path has none); ORT still allocates the output on every run, as torch does.
+    binding = session.io_binding()
+    binding.bind_cpu_input(INPUT_NAME, tokens)
+    binding.bind_output(OUTPUT_NAME, "cpu")
+
+    def time_runs(n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            session.run_with_iobinding(binding)
+        return time.perf_counter() - start
+
+    return time_runs
+
+
+def _check_runtime(settings: MeasurementSettings) -> None:
+    if settings.runtime != "onnxruntime":  # a result is cached under its settings' runtime
+        raise ValueError(
+            f"the ONNX Runtime backend needs settings.runtime='onnxruntime', "
+            f"got {settings.runtime!r}"
+        )
+
+
+def _warm_up_runtime(ort: Any, options: Any) -> None:
+    """Run a throwaway one-MatMul session, so that ONNX Runtime's one-off setup (about 10 MiB
+    on the first session) is not charged to the candidate, as the torch path does."""
+    from onnx import TensorProto, helper
+
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "warm_up",
+        [value("x", TensorProto.FLOAT, [1, 2])],
+        [value("y", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1.0, 0.0, 0.0, 1.0])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=9)
+    session = ort.InferenceSession(
+        model.SerializeToString(), sess_options=options, providers=_PROVIDERS
+    )
+    session.run(None, {"x": np.ones((1, 2), dtype=np.float32)})
+
+
+def _graph_facts(path: str) -> dict[str, Any]:
+    """Opset, initializer count and the initializers' tensor bytes (not the file size)."""
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    sizes = [
+        int(np.prod(init.dims, dtype=np.int64))
+        * onnx.helper.tensor_dtype_to_np_dtype(init.data_type).itemsize
+        for init in model.graph.initializer
+    ]
+    return {
+        "opset": next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+        "n_initializers": len(sizes),
+        "initializer_bytes": sum(sizes),
+        "external_data": any(init.external_data for init in model.graph.initializer),
+    }
