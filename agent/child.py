@@ -133,6 +133,7 @@ def _note_process(outcome: dict[str, Any], job: dict[str, Any]) -> None:
         return
     details = outcome["measurement"].setdefault("details", {})
     details["pid"] = os.getpid()
+    details["torch_loaded"] = "torch" in sys.modules  # must be False for the ORT step
     sent = job.get("sent_at")
     if isinstance(sent, (int, float)):
         details["process_start_s"] = max(0.0, job["child_started_at"] - sent)

@@ -14,6 +14,7 @@ Either way the process is killed at the deadline or on cancel, and always reaped
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -85,7 +86,12 @@ def run_forked(job: Mapping[str, Any], deadline: float, cancel: CancelFlag | Non
         process = context.Process(
             target=forked_main, args=(message, writer, log.name), name="hwnas-measure"
         )
-        process.start()
+        try:
+            _start(process)
+        except BaseException:
+            reader.close()
+            writer.close()
+            raise
         writer.close()  # the child holds the only writer: EOF tells us it is gone
         try:
             status, answer, unreadable = _wait_forked(process, reader, deadline, cancel)
@@ -94,6 +100,34 @@ def run_forked(job: Mapping[str, Any], deadline: float, cancel: CancelFlag | Non
             process.join()
         tail = _tail(log.name)
     return Ended(status, answer, process.exitcode, tail, unreadable)
+
+
+def _start(process: Any) -> None:
+    """Start `process`; if the forkserver cannot be reached, start a fresh one and retry once.
+
+    The server listens on a socket file under /tmp/pymp-*: a tmp cleaner removing it would
+    otherwise fail every later job of a long-running agent. (A server that died is restarted
+    by multiprocessing itself.)
+    """
+    try:
+        process.start()
+    except OSError:
+        if not _restart_forkserver():
+            raise
+        process.start()
+
+
+def _restart_forkserver() -> bool:
+    from multiprocessing import forkserver, util
+
+    server = getattr(forkserver, "_forkserver", None)  # the stdlib has no public restart
+    if server is None or not hasattr(server, "_stop"):
+        return False
+    with contextlib.suppress(OSError):
+        server._stop()  # closes the alive pipe (the server exits), then unlinks the socket
+    server._forkserver_address = None
+    os.makedirs(util.get_temp_dir(), exist_ok=True)  # the cleaner may have taken the dir too
+    return True
 
 
 def _wait_forked(

@@ -12,6 +12,7 @@ are not copied by the collector touching them.
 from __future__ import annotations
 
 import gc
+import importlib.util
 
 import torch  # noqa: F401
 
@@ -34,6 +35,16 @@ def _warm_statistics() -> None:
     )
 
 
+def _onnx_export_stack() -> None:
+    """Where ONNX Runtime jobs can run, torch's exporter stack too (about 2 s of imports that
+    every export would pay again otherwise)."""
+    if all(importlib.util.find_spec(name) for name in ("onnxruntime", "onnxscript")):
+        import onnxscript  # noqa: F401
+        import torch._dynamo  # noqa: F401
+        import torch.onnx  # noqa: F401
+
+
 _warm_statistics()
+_onnx_export_stack()
 gc.collect()
 gc.freeze()

@@ -305,3 +305,17 @@ def test_cuda_job_without_cuda_is_an_error(
     )
     assert outcome["failure"]["kind"] == "error"
     assert "no usable CUDA device" in outcome["failure"]["message"]
+
+
+def test_a_lost_forkserver_socket_is_recovered(
+    tiny_spec: dict[str, Any], fast_settings: MeasurementSettings
+) -> None:
+    # a tmp cleaner deleting the server's socket file must not fail every later job
+    from multiprocessing import forkserver
+
+    assert isinstance(measure_candidate(tiny_spec, fast_settings), MeasurementResult)
+    address = forkserver._forkserver._forkserver_address
+    if not isinstance(address, str) or not os.path.exists(address):
+        pytest.skip("the forkserver listens on an abstract socket here")
+    os.unlink(address)
+    assert isinstance(measure_candidate(tiny_spec, fast_settings), MeasurementResult)
