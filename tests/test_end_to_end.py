@@ -184,11 +184,15 @@ def test_a_repeated_search_reuses_measurements_and_onnxruntime_searches_run(tmp_
         _wait_finished(client, first["id"], procs)
         _check_search(client, first["id"], budget=4)
 
+        measured = client.get(f"/api/v1/searches/{first['id']}/candidates").json()
+        # Measurements taken while this shared machine was busy are flagged and not reused.
+        trusted = sum(not c["measurement"]["provenance"]["busy"] for c in measured)
         again = client.post("/api/v1/searches", json=search_request(budget=budget)).json()
-        assert again["status"] == "finished", "every candidate should come from the cache"
-        assert again["progress"]["reused"] == again["progress"]["measured"] == 4
+        assert again["progress"]["reused"] == trusted
+        _wait_finished(client, again["id"], procs)
+        _check_search(client, again["id"], budget=4)
         (agent,) = client.get("/api/v1/agents").json()
-        assert agent["jobs_done"] == 4, "the repeated search must not reach the device"
+        assert agent["jobs_done"] == 4 + (4 - trusted), "only untrusted results are measured again"
 
         ort = search_request(budget={"max_evaluations": 3})
         ort["measurement"] = {**ort["measurement"], "runtime": "onnxruntime"}
