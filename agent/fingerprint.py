@@ -1,6 +1,6 @@
 """What this machine is: the DeviceFingerprint an agent registers with.
 
-Linux first (/proc/cpuinfo via `agent.provenance`, /proc/meminfo), falling back to `platform`
+Linux first (/proc/cpuinfo via `agent.hostinfo`, /proc/meminfo), falling back to `platform`
 and `os.sysconf`
 elsewhere. Torch is asked in a short-lived subprocess so that the agent's long-running main
 process never imports it (on a small board that saves a few hundred MB for the measuring
@@ -18,7 +18,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from agent.provenance import cpu_model, usable_cores
+from agent.hostinfo import cpu_model, usable_cores
 from archvocab.wire import DeviceFingerprint, Runtime
 
 __all__ = ["cpu_model", "device_fingerprint", "ram_bytes", "runtimes", "torch_info", "usable_cores"]

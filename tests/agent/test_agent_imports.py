@@ -33,6 +33,7 @@ AGENT_MODULES = (
     "agent.launch",
     "agent.protocol",
     "agent.provenance",
+    "agent.hostinfo",
     "agent.weights",
     "agent.preload",
 )
@@ -44,6 +45,7 @@ TORCH_FREE = (
     "agent.memory",
     "agent.protocol",
     "agent.provenance",
+    "agent.hostinfo",
 )
 
 

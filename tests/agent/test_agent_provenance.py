@@ -1,4 +1,5 @@
-"""Measurement provenance: readers against fake /proc and /sys trees, and the busy flags."""
+"""Measurement provenance: host readers against fake /proc and /sys trees, the busy flags,
+and the whole record."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent import provenance
-from agent.provenance import Roots, Snapshot, build_provenance, busy_reasons, snapshot
+from agent import hostinfo, provenance
+from agent.hostinfo import Roots
+from agent.provenance import Snapshot, build_provenance, busy_reasons, snapshot
 
 CPUINFO = (
     "processor\t: 0\nmodel name\t: Test CPU 9000\ncpu MHz\t\t: 2100.000\n\n"
@@ -69,21 +71,21 @@ def snap(
 
 # -- readers ----------------------------------------------------------------------------------
 def test_readers_on_a_fake_machine(fake: Roots) -> None:
-    assert provenance.load_avg(fake) == [0.52, 0.61, 0.70]
-    assert provenance.current_cpu(fake) == 1
-    assert provenance.cpu_mhz(fake) == 3000.0  # cpufreq beats cpuinfo
-    assert provenance.cpu_max_mhz(fake) == 4000.0
-    assert provenance.governor(fake) == "performance"
-    assert provenance.temperature_c(fake) == 55.0  # the package zone, not the hotter ACPI one
-    assert provenance.cpu_model(fake.proc / "cpuinfo") == "Test CPU 9000"
+    assert hostinfo.load_avg(fake) == [0.52, 0.61, 0.70]
+    assert hostinfo.current_cpu(fake) == 1
+    assert hostinfo.cpu_mhz(fake) == 3000.0  # cpufreq beats cpuinfo
+    assert hostinfo.cpu_max_mhz(fake) == 4000.0
+    assert hostinfo.governor(fake) == "performance"
+    assert hostinfo.temperature_c(fake) == 55.0  # the package zone, not the hotter ACPI one
+    assert hostinfo.cpu_model(fake.proc / "cpuinfo") == "Test CPU 9000"
 
 
 def test_without_cpufreq_the_clock_comes_from_cpuinfo_for_our_cpu(fake: Roots) -> None:
     (fake.cpu_dir / "cpu1/cpufreq/scaling_cur_freq").unlink()
-    assert provenance.cpu_mhz(fake) == 3400.5  # processor 1's block
+    assert hostinfo.cpu_mhz(fake) == 3400.5  # processor 1's block
     write(fake.proc / "self/stat", stat_line(7))  # a CPU cpuinfo does not list: the first
-    assert provenance.cpu_mhz(fake) == 2100.0
-    assert provenance.cpu_max_mhz(fake) is None and provenance.governor(fake) is None
+    assert hostinfo.cpu_mhz(fake) == 2100.0
+    assert hostinfo.cpu_max_mhz(fake) is None and hostinfo.governor(fake) is None
 
 
 def test_temperature_falls_back_to_cpu_hwmon_then_any_zone(fake: Roots) -> None:
@@ -95,20 +97,20 @@ def test_temperature_falls_back_to_cpu_hwmon_then_any_zone(fake: Roots) -> None:
     write(hwmon / "hwmon1/name", "coretemp\n")
     write(hwmon / "hwmon1/temp1_input", "61000\n")
     write(hwmon / "hwmon1/temp2_input", "64000\n")
-    assert provenance.temperature_c(fake) == 64.0  # hottest CPU core; the NVMe drive ignored
+    assert hostinfo.temperature_c(fake) == 64.0  # hottest CPU core; the NVMe drive ignored
     for sensor in (hwmon / "hwmon1").glob("temp*_input"):
         sensor.unlink()
-    assert provenance.temperature_c(fake) == 70.0  # no CPU sensor: the hottest zone
+    assert hostinfo.temperature_c(fake) == 70.0  # no CPU sensor: the hottest zone
 
 
 def test_an_empty_machine_reads_as_unknown(tmp_path: Path) -> None:
     empty = Roots(proc=tmp_path / "proc", sys=tmp_path / "sys")
-    assert provenance.load_avg(empty) == []
-    assert provenance.temperature_c(empty) is None
-    assert provenance.cpu_max_mhz(empty) is None and provenance.governor(empty) is None
-    assert provenance.cpu_mhz(empty) is None
-    assert provenance.nvidia_driver(empty.proc / "driver/nvidia/version") is None
-    assert provenance.cpu_model(empty.proc / "cpuinfo") == (
+    assert hostinfo.load_avg(empty) == []
+    assert hostinfo.temperature_c(empty) is None
+    assert hostinfo.cpu_max_mhz(empty) is None and hostinfo.governor(empty) is None
+    assert hostinfo.cpu_mhz(empty) is None
+    assert hostinfo.nvidia_driver(empty.proc / "driver/nvidia/version") is None
+    assert hostinfo.cpu_model(empty.proc / "cpuinfo") == (
         platform.processor() or platform.machine() or "unknown"
     )
     now = snapshot(empty)
@@ -121,7 +123,7 @@ def test_nvidia_driver_version(tmp_path: Path) -> None:
         "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 01:44:30 UTC 2024\n"
         "GCC version:  gcc version 12.2.0\n"
     )
-    assert provenance.nvidia_driver(version) == "550.54.14"
+    assert hostinfo.nvidia_driver(version) == "550.54.14"
 
 
 def test_snapshot_of_this_machine() -> None:
@@ -201,6 +203,6 @@ def test_build_provenance_fills_everything(fake: Roots) -> None:
 
 
 def test_provenance_is_torch_free() -> None:
-    code = "import sys, agent.provenance; print('torch' in sys.modules)"
+    code = "import sys, agent.provenance, agent.hostinfo; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
