@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 
-import torch  # noqa: F401
+# CUDA must not be initialised before a fork (the children would fail to use it). Should
+# anything imported below ask torch.cuda.is_available() or device_count(), let it ask NVML.
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
-import agent.child  # noqa: F401
-import agent.in_process  # noqa: F401
-import archvocab.build  # noqa: F401
-from agent import protocol
+import torch  # noqa: E402, F401
+
+import agent.child  # noqa: E402, F401
+import agent.in_process  # noqa: E402, F401
+import archvocab.build  # noqa: E402, F401
+from agent import protocol  # noqa: E402
 
 
 def _warm_statistics() -> None:

@@ -319,3 +319,58 @@ def test_a_lost_forkserver_socket_is_recovered(
         pytest.skip("the forkserver listens on an abstract socket here")
     os.unlink(address)
     assert isinstance(measure_candidate(tiny_spec, fast_settings), MeasurementResult)
+
+
+def process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state) of every process (Linux /proc)."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                table[int(entry)] = (int(fields[1]), fields[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    return table
+
+
+def grandchildren(pid: int) -> set[int]:
+    """The agent's forkserver forks the measuring processes: two levels down."""
+    table = process_table()
+    children = {p for p, (parent, _) in table.items() if parent == pid}
+    return {p for p, (parent, _) in table.items() if parent in children}
+
+
+def running(pids: set[int]) -> set[int]:
+    table = process_table()
+    return {p for p in pids if p in table and table[p][1] != "Z"}  # zombies have exited
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_measuring_processes_die_with_the_agent(
+    tiny_spec: dict[str, Any], fast_settings: MeasurementSettings
+) -> None:
+    code = (
+        "import json, sys\n"
+        "from agent.measure import measure_candidate\n"
+        "from archvocab.wire import MeasurementSettings\n"
+        "if __name__ == '__main__':\n"
+        "    job = json.loads(sys.argv[1])\n"
+        "    measure_candidate(job['spec'], MeasurementSettings.model_validate(job['settings']))\n"
+    )
+    job = {"spec": tiny_spec, "settings": fast_settings.model_dump()}
+    env = {**os.environ, FAULT_ENV: "hang"}
+    agent = subprocess.Popen([sys.executable, "-c", code, json.dumps(job)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (measuring := grandchildren(agent.pid)):
+            assert time.monotonic() < deadline, "no measuring process appeared"
+            time.sleep(0.1)
+    finally:
+        agent.kill()  # as the OOM killer or a crash would
+        agent.wait()
+    deadline = time.monotonic() + 10  # the watchdog looks once a second
+    while running(measuring):
+        assert time.monotonic() < deadline, f"left running: {running(measuring)}"
+        time.sleep(0.1)
