@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agent.client import AgentClient
 from agent.fingerprint import device_fingerprint
+from agent.launch import start_forkserver
 from agent.worker import Worker
 from archvocab.wire import AgentRegistration
 
@@ -51,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hwnas agent: invalid argument: {exc}", file=sys.stderr)
         return 2
     logger.info("device: %s", registration.fingerprint.model_dump())
+    # The measuring processes fork from a server that imports torch: pay that now, not on the
+    # first job's clock.
+    start_forkserver()
     with httpx.Client(base_url=args.server.rstrip("/"), timeout=HTTP_TIMEOUT_S) as http:
         worker = Worker(
             AgentClient(http),
