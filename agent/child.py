@@ -96,12 +96,16 @@ def _step(job: dict[str, Any], settings: MeasurementSettings, started: float) ->
     raise ValueError(f"unknown step {step!r}; allowed: torch, export_onnx, measure_onnx")
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job; the outcome as the JSON-ready dict the agent expects."""
+def run_job(job: dict[str, Any], *, watchdog: bool = False) -> dict[str, Any]:
+    """Run one job; the outcome as the JSON-ready dict the agent expects.
+
+    `watchdog` is for the measuring process's entry points only: it ends the whole process.
+    """
     started = time.perf_counter()
     try:
         settings = MeasurementSettings.model_validate(job["settings"])
-        start_watchdog(float(job.get("timeout_s", settings.timeout_s)), job.get("agent_pid"))
+        if watchdog:
+            start_watchdog(float(job.get("timeout_s", settings.timeout_s)), job.get("agent_pid"))
         return _step(job, settings, started)
     except Exception as exc:  # every failure is reported, typed, to the agent
         return {"failure": classify_exception(exc).model_dump(mode="json")}
@@ -121,7 +125,7 @@ def forked_main(job: dict[str, Any], answer: Connection, log_path: str | None) -
     """Target of a process forked from the forkserver: run `job`, send the JSON answer."""
     _detach(log_path)
     job = {**job, "child_started_at": time.time()}
-    outcome = run_job(job)
+    outcome = run_job(job, watchdog=True)
     _note_process(outcome, job)
     answer.send_bytes(json.dumps(outcome).encode())
     answer.close()
@@ -147,7 +151,7 @@ def main() -> int:
     try:
         job = json.loads(sys.stdin.read())
         job["child_started_at"] = started_at
-        outcome = run_job(job)
+        outcome = run_job(job, watchdog=True)
         _note_process(outcome, job)
     except Exception as exc:  # unreadable job
         outcome = {"failure": classify_exception(exc).model_dump(mode="json")}
