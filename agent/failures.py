@@ -11,20 +11,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from archvocab.errors import InvalidSpec
-from archvocab.spec import GPT2Spec, parse_spec
+from archvocab.registry import ArchSpec, parse_spec
 from archvocab.wire import Failure, MeasurementSettings
 
 MAX_MESSAGE = 1000
 _OOM_PATTERNS = ("out of memory", "can't allocate memory", "not enough memory")
 
 
-def parse_job_spec(spec: Mapping[str, Any], settings: MeasurementSettings) -> GPT2Spec:
+def parse_job_spec(spec: Mapping[str, Any], settings: MeasurementSettings) -> ArchSpec:
     """The spec of a job, checked against its settings; raises InvalidSpec naming the field."""
     parsed = parse_spec(spec)
-    if settings.seq_len > parsed.n_positions:
+    limit = parsed.max_seq_len
+    if limit is not None and settings.seq_len > limit:
         raise InvalidSpec(
             "settings.seq_len",
-            f"{settings.seq_len} exceeds the spec's n_positions={parsed.n_positions}",
+            f"{settings.seq_len} exceeds the longest sequence the spec takes ({limit})",
         )
     return parsed
 

@@ -10,6 +10,7 @@ child).
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import platform
 import socket
@@ -23,6 +24,11 @@ from archvocab.wire import DeviceFingerprint, Runtime
 
 __all__ = ["cpu_model", "device_fingerprint", "ram_bytes", "runtimes", "torch_info", "usable_cores"]
 
+logger = logging.getLogger(__name__)
+
+# Importing is the test: an onnxruntime wheel can install and still crash at import (1.23+
+# under qemu user-mode emulation dies with SIGSEGV), and an agent must not offer it then.
+_ORT_PROBE = "import onnxruntime; print(onnxruntime.__version__)"
 _TORCH_PROBE = (
     "import torch;"
     "print(torch.__version__);"
@@ -63,13 +69,39 @@ def torch_info(timeout_s: float = 120.0) -> tuple[str, str | None]:
             return "unknown", None
 
 
-def runtimes() -> list[Runtime]:
-    """Runtimes this agent can measure with: torch, and ONNX Runtime where it is installed.
+def onnxruntime_usable(timeout_s: float = 120.0) -> bool:
+    """Whether ONNX Runtime is installed and imports, asked of a fresh interpreter."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        return False
+    try:
+        subprocess.run(
+            [sys.executable, "-c", _ORT_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=True,
+        )
+    except subprocess.CalledProcessError as exc:
+        how = f"signal {-exc.returncode}" if exc.returncode < 0 else f"exit {exc.returncode}"
+        logger.warning(
+            "onnxruntime is installed but its import fails (%s): %s; not offering it",
+            how,
+            (exc.stderr or "").strip()[-300:],
+        )
+        return False
+    except (OSError, subprocess.SubprocessError) as exc:
+        logger.warning("onnxruntime import could not be checked (%s); not offering it", exc)
+        return False
+    return True
 
-    Looked up, not imported: the agent's process stays free of both.
+
+def runtimes() -> list[Runtime]:
+    """Runtimes this agent can measure with: torch, and ONNX Runtime where it imports.
+
+    Checked in a subprocess, not imported here: the agent's process stays free of both.
     """
     found: list[Runtime] = ["torch"]
-    if importlib.util.find_spec("onnxruntime") is not None:
+    if onnxruntime_usable():
         found.append("onnxruntime")
     return found
 

@@ -20,14 +20,13 @@ from typing import Any
 import torch
 
 from agent import provenance
-from agent.memory import MIB, MemoryProbe, process_report, release_free_heap
+from agent.memory import MIB, MemoryProbe, keep_heap, process_report, release_free_heap
 from agent.protocol import TimeRuns, run_protocol
 from agent.weights import WEIGHT_SEED, build_fast
-from archvocab.spec import GPT2Spec
+from archvocab.registry import ArchSpec, kind_of_spec
 from archvocab.wire import MeasurementResult, MeasurementSettings, MemoryReport, Provenance
 
-INPUT_SEED = 0  # the token batch is the same for every candidate of a given shape
-_PRIMER_VOCAB = 256
+INPUT_SEED = 0  # the input batch is the same for every candidate of a given shape
 # Enough of the protocol to go through every code path once, in a few milliseconds.
 _QUICK_PROTOCOL = {
     "warmup": 6,
@@ -46,10 +45,21 @@ def parameter_bytes(model: torch.nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
+def make_inputs(
+    spec: ArchSpec, settings: MeasurementSettings, device: torch.device
+) -> tuple[torch.Tensor, ...]:
+    """The space kind's measurement input for (batch_size, seq_len), from a seeded generator."""
+    generator = torch.Generator().manual_seed(INPUT_SEED)
+    builder = kind_of_spec(spec).load_builder()
+    inputs = builder.example_inputs(spec, settings.batch_size, settings.seq_len, generator)
+    return tuple(t.to(device) for t in inputs)
+
+
 def make_tokens(
     vocab_size: int, settings: MeasurementSettings, device: torch.device
 ) -> torch.Tensor:
-    """A random (batch_size, seq_len) token batch drawn from a seeded generator."""
+    """A random (batch_size, seq_len) token batch drawn from a seeded generator (GPT-2's input;
+    the ONNX Runtime path reproduces it without torch)."""
     generator = torch.Generator().manual_seed(INPUT_SEED)
     shape = (settings.batch_size, settings.seq_len)
     return torch.randint(0, vocab_size, shape, generator=generator).to(device)
@@ -69,37 +79,27 @@ def _sync(device: torch.device) -> None:
 
 
 # -- runtime initialisation -------------------------------------------------------------------
-def primer_spec(spec: GPT2Spec, seq_len: int) -> GPT2Spec:
-    """A 1-layer, d_model 64, 256-token GPT-2 taking the same code paths as `spec`
-    (adaptive clusters or not, embedding projection or not)."""
-    return GPT2Spec(
-        n_layer=1,
-        d_model=64,
-        d_inner=(64,),
-        n_head=(1,),
-        d_embed=64 if spec.d_embed == spec.d_model else 32,
-        div_val=min(spec.div_val, 2),
-        cutoffs=(64, 128) if spec.cutoffs else (),
-        vocab_size=_PRIMER_VOCAB,
-        n_positions=seq_len,
-    )
+def primer_spec(spec: ArchSpec, seq_len: int) -> ArchSpec:
+    """A tiny spec of `spec`'s kind taking the same code paths (the kind's builder says)."""
+    return kind_of_spec(spec).load_builder().primer_spec(spec, seq_len)
 
 
-def prime_runtime(spec: GPT2Spec, settings: MeasurementSettings, device: torch.device) -> None:
+def prime_runtime(spec: ArchSpec, settings: MeasurementSettings, device: torch.device) -> None:
     """Run the whole harness once on a throwaway tiny model, before the memory baseline.
 
     Without it every CPU candidate reads about 13 MB too much: the first forward pass loads
     kernels, grows allocator pools and starts the thread pool, and the protocol's first
     statistics load numpy code, whatever the candidate's size.
     """
-    model = build_fast(primer_spec(spec, settings.seq_len), device)
-    tokens = make_tokens(_PRIMER_VOCAB, settings, device)
+    primer = primer_spec(spec, settings.seq_len)
+    model = build_fast(primer, device)
+    inputs = make_inputs(primer, settings, device)
     quick = settings.model_copy(update=_QUICK_PROTOCOL)
     with torch.inference_mode():
         provenance.snapshot()
-        run_protocol(make_timer(model, tokens), quick)
+        run_protocol(make_timer(model, inputs), quick)
     _sync(device)
-    del model, tokens
+    del model, inputs
     gc.collect()
 
 
@@ -143,24 +143,25 @@ def primary_value(memory: MemoryReport) -> float:
 
 
 # -- latency ----------------------------------------------------------------------------------
-def make_timer(model: torch.nn.Module, tokens: torch.Tensor) -> TimeRuns:
+def make_timer(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> TimeRuns:
     """`n` back-to-back forward passes; seconds. CUDA: events around the queued work."""
-    if tokens.device.type != "cuda":
+    device = inputs[0].device
+    if device.type != "cuda":
 
         def time_cpu(n: int) -> float:
             start = time.perf_counter()
             for _ in range(n):
-                model(tokens)
+                model(*inputs)
             return time.perf_counter() - start
 
         return time_cpu
 
     def time_cuda(n: int) -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize(tokens.device)  # nothing earlier queued inside the window
+        torch.cuda.synchronize(device)  # nothing earlier queued inside the window
         start.record()
         for _ in range(n):
-            model(tokens)
+            model(*inputs)
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1000.0
@@ -218,7 +219,7 @@ def _details(
 
 # -- the measurement --------------------------------------------------------------------------
 def measure_spec(
-    spec: GPT2Spec, settings: MeasurementSettings, *, started: float | None = None
+    spec: ArchSpec, settings: MeasurementSettings, *, started: float | None = None
 ) -> MeasurementResult:
     """Build `spec` and measure its latency and peak memory as `settings` says.
 
@@ -227,16 +228,17 @@ def measure_spec(
     started = time.perf_counter() if started is None else started
     device = device_for(settings)
     torch.set_num_threads(settings.threads)
+    heap = keep_heap()
     prime_runtime(spec, settings, device)
     watch = MemoryWatch(device)
     build_start = time.perf_counter()
     model = build_fast(spec, device)
     _sync(device)
     build_s = time.perf_counter() - build_start
-    tokens = make_tokens(spec.vocab_size, settings, device)
+    inputs = make_inputs(spec, settings, device)
     with torch.inference_mode():
         before = provenance.snapshot()
-        stats = run_protocol(make_timer(model, tokens), settings)
+        stats = run_protocol(make_timer(model, inputs), settings)
         after = provenance.snapshot()
     memory = watch.report(parameter_bytes(model))
     return MeasurementResult(
@@ -247,6 +249,6 @@ def measure_spec(
         build_s=build_s,
         load_s=0.0,
         provenance=_provenance(settings, device, before, after),
-        details=_details(model, settings, device),
+        details={**_details(model, settings, device), "heap": heap},
         total_s=time.perf_counter() - started,
     )

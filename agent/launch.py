@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from multiprocessing import spawn
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from typing import Any, Protocol
@@ -31,8 +32,12 @@ from typing import Any, Protocol
 from agent.child import forked_main
 
 # "__main__" too: the server imports the main script once, so children need not (multiprocessing
-# re-imports it in each child otherwise, as "__mp_main__").
+# re-imports it in each child otherwise, as "__mp_main__"). CPython 3.11's forkserver drops the
+# main script's path on the way (it filters for a key get_preparation_data never sets), so
+# agent.preload imports it from MAIN_PATH_ENV instead: a script importing scipy cost every
+# candidate 0.5 s of process start without this.
 PRELOAD = ["__main__", "agent.preload"]
+MAIN_PATH_ENV = "HWNAS_FORKSERVER_MAIN"
 CHILD_COMMAND = (sys.executable, "-m", "agent.child")
 _POLL_S = 0.1
 _LOG_TAIL = 2000
@@ -61,6 +66,9 @@ def _context() -> BaseContext:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)  # takes effect when the server starts
+    main_path = spawn.get_preparation_data("hwnas").get("init_main_from_path")
+    if main_path:  # read by the forkserver when it starts (agent.preload)
+        os.environ[MAIN_PATH_ENV] = main_path
     return context
 
 

@@ -18,42 +18,40 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agent.memory import MIB, MemoryProbe, release_free_heap
+from agent.memory import MIB, MemoryProbe, keep_heap, release_free_heap
 from agent.protocol import TimeRuns, run_protocol
 from agent.provenance import build_provenance, snapshot
-from archvocab.spec import GPT2Spec
+from archvocab.registry import ArchSpec
 from archvocab.wire import MeasurementResult, MeasurementSettings, MemoryReport
 
 if TYPE_CHECKING:
     import torch
 
-INPUT_SEED = 0  # = agent.in_process.INPUT_SEED: both runtimes time the same token batch
+INPUT_SEED = 0  # = agent.in_process.INPUT_SEED: both runtimes time the same input (saved by export)
 OPSET = 20  # pinned so a torch upgrade does not silently change the graph; ORT >= 1.17 runs it
 # Protobuf cannot serialise a message over 2 GiB; above this the weights go to an external
 # data file next to the model (same folder, which the caller removes).
 EMBEDDED_WEIGHTS_LIMIT = 1536 * MIB
-INPUT_NAME, OUTPUT_NAME = "tokens", "log_probs"
 _GRAPH_OPTIMIZATION = "ORT_ENABLE_ALL"
 _PROVIDERS = ["CPUExecutionProvider"]
 
 
-def make_tokens(spec: GPT2Spec, settings: MeasurementSettings) -> np.ndarray:
-    """The torch path's token batch (``agent.in_process.make_tokens``) bit for bit, no torch.
-
-    torch.randint on the CPU with a generator seeded s (range < 2**32) takes one 32-bit
-    MT19937 draw per element, row-major, modulo the range; numpy's legacy RandomState(s)
-    seeds MT19937 the same way. A test holds this to torch.
-    """
-    shape = (settings.batch_size, settings.seq_len)
-    draws = np.random.RandomState(INPUT_SEED).randint(
-        0, 2**32, size=shape[0] * shape[1], dtype=np.uint32
-    )
-    return (draws.astype(np.int64) % spec.vocab_size).reshape(shape)
+def inputs_path(model_path: str) -> str:
+    """Where the export step leaves the measurement input for the timing step."""
+    return model_path + ".inputs.npz"
 
 
-def export_onnx(spec: GPT2Spec, settings: MeasurementSettings, path: str) -> float:
+def load_inputs(model_path: str) -> list[np.ndarray]:
+    """The export step's measurement input, in the model's input order."""
+    with np.load(inputs_path(model_path)) as saved:
+        return [saved[f"input_{i}"] for i in range(len(saved.files))]
+
+
+def export_onnx(spec: ArchSpec, settings: MeasurementSettings, path: str) -> float:
     """Build `spec` as the torch path does (`agent.weights.build_fast`: seeded, eval mode) and
-    export it to `path` for the settings' (batch_size, seq_len) int64 token ids.
+    export it to `path` for the settings' (batch_size, seq_len) input, which is saved beside
+    it (`inputs_path`): the kind's own input (`agent.in_process.make_inputs`), value for value
+    the torch path's.
 
     Returns the build + export seconds.
 
@@ -62,6 +60,7 @@ def export_onnx(spec: GPT2Spec, settings: MeasurementSettings, path: str) -> flo
     _check_runtime(settings)
     import torch  # here, not at the top: the measuring process must not load torch
 
+    from agent.in_process import make_inputs
     from agent.weights import build_fast
     from archvocab.build import AdaptiveEmbedding
 
@@ -71,7 +70,9 @@ def export_onnx(spec: GPT2Spec, settings: MeasurementSettings, path: str) -> flo
         if isinstance(module, AdaptiveEmbedding):  # the model is ours and thrown away after
             module.forward = MethodType(_adaptive_embedding_for_export, module)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    tokens = torch.from_numpy(make_tokens(spec, settings))
+    inputs = make_inputs(spec, settings, torch.device("cpu"))
+    names = [f"input_{i}" for i in range(len(inputs))]
+    np.savez(inputs_path(path), **{n: t.numpy() for n, t in zip(names, inputs)})
     with warnings.catch_warnings(), torch.no_grad():
         # torch 2.13's exporter trips its own pytree deprecation; nothing we can change.
         warnings.filterwarnings(
@@ -79,12 +80,11 @@ def export_onnx(spec: GPT2Spec, settings: MeasurementSettings, path: str) -> flo
         )
         torch.onnx.export(
             model,
-            (tokens,),
+            inputs,
             path,
             dynamo=True,
             opset_version=OPSET,
-            input_names=[INPUT_NAME],
-            output_names=[OUTPUT_NAME],
+            input_names=names,
             external_data=weight_bytes > EMBEDDED_WEIGHTS_LIMIT,
             verbose=False,
         )
@@ -110,7 +110,7 @@ def _adaptive_embedding_for_export(self: Any, tokens: torch.Tensor) -> torch.Ten
 
 
 def measure_onnx(
-    path: str, spec: GPT2Spec, settings: MeasurementSettings, build_s: float
+    path: str, spec: ArchSpec, settings: MeasurementSettings, build_s: float
 ) -> MeasurementResult:
     """Load the model at `path` into ONNX Runtime (CPU) and measure latency and peak memory.
 
@@ -126,10 +126,11 @@ def measure_onnx(
     """
     started = time.perf_counter()
     _check_runtime(settings)
+    heap = keep_heap()  # as the torch path: ORT's arena aside, its output buffers use malloc
     import onnxruntime as ort
 
     session, probe, load_s = _open_session(ort, path, settings)
-    time_runs = _timer(session, make_tokens(spec, settings))
+    time_runs = _timer(session, load_inputs(path))
     before = snapshot()
     latency = run_protocol(time_runs, settings)
     after = snapshot()
@@ -164,6 +165,7 @@ def measure_onnx(
             "graph_optimization_level": _GRAPH_OPTIMIZATION,
             "execution_mode": "ORT_SEQUENTIAL",
             "input_seed": INPUT_SEED,
+            "heap": heap,
             **graph,
         },
     )
@@ -186,12 +188,14 @@ def _open_session(
     return session, probe, time.perf_counter() - start
 
 
-def _timer(session: Any, tokens: np.ndarray) -> TimeRuns:
-    # IO binding keeps the per-run conversion of the output to numpy out of the timing (the
-    # torch path has none); ORT still allocates the output on every run, as torch does.
+def _timer(session: Any, inputs: list[np.ndarray]) -> TimeRuns:
+    # IO binding keeps the per-run conversion of the outputs to numpy out of the timing (the
+    # torch path has none); ORT still allocates the outputs on every run, as torch does.
     binding = session.io_binding()
-    binding.bind_cpu_input(INPUT_NAME, tokens)
-    binding.bind_output(OUTPUT_NAME, "cpu")
+    for meta, value in zip(session.get_inputs(), inputs, strict=True):
+        binding.bind_cpu_input(meta.name, value)
+    for meta in session.get_outputs():
+        binding.bind_output(meta.name, "cpu")
 
     def time_runs(n: int) -> float:
         start = time.perf_counter()

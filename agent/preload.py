@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import sys
 
 # CUDA must not be initialised before a fork (the children would fail to use it). Should
 # anything imported below ask torch.cuda.is_available() or device_count(), let it ask NVML.
@@ -49,6 +50,31 @@ def _onnx_export_stack() -> None:
         import torch.onnx  # noqa: F401
 
 
+def _main_script() -> None:
+    """Import the agent's main script as multiprocessing would in every child (see
+    agent.launch.PRELOAD): once here, so that each child finds it loaded.
+
+    Python puts a script's folder first on sys.path; CPython 3.11's forkserver does not pass
+    the parent's sys.path on, so the folder is added here for the script's own imports. A
+    script that still fails to import is left to the children (each imports it, as without
+    this), and the rest of the preload goes on: a failure here must not cost every candidate
+    the torch import.
+    """
+    path = os.environ.get("HWNAS_FORKSERVER_MAIN")
+    if not path or not os.path.isfile(path):
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    from multiprocessing import spawn
+
+    try:
+        spawn.import_main_path(path)
+    except Exception as exc:  # the script's business; the children will report it
+        print(f"agent.preload: main script {path} not preloaded: {exc!r}", file=sys.stderr)
+
+
+_main_script()
 _warm_statistics()
 _onnx_export_stack()
 gc.collect()

@@ -24,7 +24,7 @@ from archvocab.wire import LatencyStats, MeasurementSettings
 TimeRuns = Callable[[int], float]
 """Run the model `n` times back to back; the elapsed wall time in seconds."""
 
-STABLE_WINDOW = 3  # warm-up is stable when two consecutive windows of runs agree
+STABLE_WINDOW = 2  # warm-up is stable when two consecutive windows of runs agree
 STABLE_TOLERANCE = 0.05  # ... to within 5% of each other's median
 MAX_INNER_REPEATS = 100_000
 _EXACT_BINOMIAL_MAX_N = 1000

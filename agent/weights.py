@@ -18,8 +18,7 @@ from typing import Any
 
 import torch
 
-from archvocab.build import build_model
-from archvocab.spec import GPT2Spec
+from archvocab.registry import ArchSpec, kind_of_spec
 
 WEIGHT_SEED = 0
 PATTERN_LEN = 16381  # prime, so rows of any width do not repeat the same slice of the block
@@ -104,10 +103,12 @@ def fill(records: list[Deferred], seed: int = WEIGHT_SEED) -> None:
             flat[whole * PATTERN_LEN :].copy_(block[:rest])
 
 
-def build_fast(spec: GPT2Spec, device: torch.device) -> torch.nn.Module:
-    """`build_model(spec)` on `device`, in eval mode, with tiled instead of drawn init values."""
+def build_fast(spec: ArchSpec, device: torch.device) -> torch.nn.Module:
+    """The registered builder's model of `spec` on `device`, in eval mode, with tiled instead
+    of drawn init values."""
+    builder = kind_of_spec(spec).load_builder()
     torch.manual_seed(WEIGHT_SEED)  # the few tensors the builder draws itself
     with device, deferred_init() as records:  # allocate on the device, no CPU copy first
-        model = build_model(spec)
+        model = builder.build_model(spec)
     fill(records)
     return model.eval()

@@ -168,6 +168,32 @@ def build_model(spec: GPT2Spec) -> GPT2:
     return GPT2(spec)
 
 
+def example_inputs(
+    spec: GPT2Spec, batch_size: int, seq_len: int, generator: torch.Generator
+) -> tuple[torch.Tensor]:
+    """Random token ids, shape (batch_size, seq_len)."""
+    return (torch.randint(0, spec.vocab_size, (batch_size, seq_len), generator=generator),)
+
+
+_PRIMER_VOCAB = 256
+
+
+def primer_spec(spec: GPT2Spec, seq_len: int) -> GPT2Spec:
+    """A 1-layer, d_model 64, 256-token GPT-2 taking the same code paths as `spec`
+    (adaptive clusters or not, embedding projection or not)."""
+    return GPT2Spec(
+        n_layer=1,
+        d_model=64,
+        d_inner=(64,),
+        n_head=(1,),
+        d_embed=64 if spec.d_embed == spec.d_model else 32,
+        div_val=min(spec.div_val, 2),
+        cutoffs=(64, 128) if spec.cutoffs else (),
+        vocab_size=_PRIMER_VOCAB,
+        n_positions=seq_len,
+    )
+
+
 def count_parameters(modules: list[nn.Module] | nn.Module) -> int:
     """Distinct parameters of the given modules (tied tensors counted once)."""
     mods = modules if isinstance(modules, list) else [modules]

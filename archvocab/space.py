@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
 
 from archvocab.errors import InvalidSpec
+from archvocab.grid import IntRange, positive_int
+from archvocab.identity import Membership
+from archvocab.registry import SpaceKind
 from archvocab.spec import DEFAULT_CUTOFFS, DEFAULT_N_POSITIONS, DEFAULT_VOCAB_SIZE, GPT2Spec
 
 # Sanity ceilings for a search space: far beyond small language models, but they keep a
@@ -29,37 +32,11 @@ LIMITS = {
 }
 
 
-def _positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
 @dataclass(frozen=True)
-class IntRange:
-    """min..max inclusive in steps of step."""
-
-    min: int
-    max: int
-    step: int = 1
-
-    def values(self, lower: int | None = None) -> list[int]:
-        start = self.min
-        if lower is not None and lower > start:
-            start = self.min + math.ceil((lower - self.min) / self.step) * self.step
-        return list(range(start, self.max + 1, self.step))
-
-    def check(self, name: str) -> None:
-        for part in ("min", "max", "step"):
-            value = getattr(self, part)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidSpec(f"{name}.{part}", f"must be a positive integer, got {value!r}")
-        if self.min > self.max:
-            raise InvalidSpec(f"{name}.min", f"must be <= max ({self.max}), got {self.min}")
-
-
-@dataclass(frozen=True)
-class GPT2Space:
+class GPT2Space(Membership):
     """LTS's GPT-2 space; defaults are the paper's ranges. Every range can be overridden."""
 
+    kind: ClassVar[str] = "gpt2"
     n_layer: IntRange = IntRange(2, 16, 1)
     d_model: IntRange = IntRange(128, 1024, 64)
     d_inner: IntRange = IntRange(256, 4096, 64)
@@ -70,6 +47,11 @@ class GPT2Space:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
     vocab_size: int = DEFAULT_VOCAB_SIZE
     n_positions: int = DEFAULT_N_POSITIONS
+    # LTS's layer-scaled baseline: GPT-2 small's homogeneous layers (768 wide, 3072 feed-forward,
+    # 12 heads, embedding as wide as the model), stacked 1..16 deep.
+    baseline_d_model: int = 768
+    baseline_d_inner: int = 3072
+    baseline_n_head: int = 12
     _d_models: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -80,13 +62,19 @@ class GPT2Space:
             if (
                 not isinstance(values, tuple)
                 or (not values and name != "cutoffs")
-                or not all(_positive_int(v) for v in values)
+                or not all(positive_int(v) for v in values)
             ):
                 raise InvalidSpec(
                     name, f"must be a non-empty list of positive integers, got {values!r}"
                 )
-        for name in ("vocab_size", "n_positions"):
-            if not _positive_int(getattr(self, name)):
+        for name in (
+            "vocab_size",
+            "n_positions",
+            "baseline_d_model",
+            "baseline_d_inner",
+            "baseline_n_head",
+        ):
+            if not positive_int(getattr(self, name)):
                 raise InvalidSpec(name, f"must be a positive integer, got {getattr(self, name)!r}")
         for name, limit in LIMITS.items():
             value = getattr(self, name)
@@ -95,6 +83,18 @@ class GPT2Space:
             if largest > limit:
                 where = f"{name}.max" if isinstance(value, IntRange) else name
                 raise InvalidSpec(where, f"must be <= {limit}, got {largest}")
+        for name, limit_of in (
+            ("baseline_d_model", "d_model"),
+            ("baseline_d_inner", "d_inner"),
+            ("baseline_n_head", "n_head"),
+        ):
+            if getattr(self, name) > LIMITS[limit_of]:
+                raise InvalidSpec(name, f"must be <= {LIMITS[limit_of]}, got {getattr(self, name)}")
+        if self.baseline_d_model % self.baseline_n_head:
+            raise InvalidSpec(
+                "baseline_n_head",
+                f"{self.baseline_n_head} must divide baseline_d_model={self.baseline_d_model}",
+            )
         factor = self.d_inner_min_factor
         if (
             isinstance(factor, bool)
@@ -193,25 +193,46 @@ class GPT2Space:
             if not ok:
                 raise InvalidSpec(name, f"{value!r} not allowed here: {allowed!r}")
 
-    def contains(self, spec: GPT2Spec) -> bool:
-        try:
-            self.check_member(spec)
-        except InvalidSpec:
-            return False
-        return True
+    @property
+    def max_seq_len(self) -> int:
+        return self.n_positions
+
+    def baseline(self, n_layer: int) -> GPT2Spec:
+        """LTS's layer-scaled baseline at depth `n_layer`: homogeneous baseline_* layers, the
+        embedding as wide as the model, this space's adaptive factor when it fixes one (LTS
+        searches with k = 4) and its vocabulary. Not necessarily a member of the space."""
+        d_model = self.baseline_d_model
+        return GPT2Spec(
+            n_layer=n_layer,
+            d_model=d_model,
+            d_inner=(self.baseline_d_inner,) * n_layer,
+            n_head=(self.baseline_n_head,) * n_layer,
+            d_embed=d_model,
+            div_val=self.div_val[0] if len(self.div_val) == 1 else 1,
+            cutoffs=self.cutoffs,
+            vocab_size=self.vocab_size,
+            n_positions=self.n_positions,
+        )
 
     # -- plain data -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("_d_models")
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+        return {
+            "kind": self.kind,
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in data.items()},
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GPT2Space:
         """Build from plain data; ranges as {min, max, step}, choices as lists."""
-        allowed = [f for f in cls.__dataclass_fields__ if not f.startswith("_")]
+        allowed = ["kind", *(f.name for f in fields(cls) if not f.name.startswith("_"))]
         kwargs: dict[str, Any] = {}
         for name, value in data.items():
+            if name == "kind":
+                if value != cls.kind:
+                    raise InvalidSpec("kind", f"{value!r} is not this space's kind {cls.kind!r}")
+                continue
             if name not in allowed:
                 raise InvalidSpec(name, f"unknown setting; allowed: {', '.join(allowed)}")
             if name in ("n_layer", "d_model", "d_inner"):
@@ -277,3 +298,14 @@ class GPT2Space:
             vocab_size=self.vocab_size,
             n_positions=self.n_positions,
         )
+
+
+KIND = SpaceKind(
+    name="gpt2",
+    spec_type=GPT2Spec,
+    space_type=GPT2Space,
+    builder="archvocab.build",
+    runtimes=("torch", "onnxruntime"),
+    summary="LTS's heterogeneous GPT-2 decoder: per-layer heads and feed-forward width, "
+    "adaptive input and softmax",
+)

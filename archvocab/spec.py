@@ -7,13 +7,16 @@ business (`archvocab.space`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from archvocab import gpt2_counts
 from archvocab.errors import InvalidSpec
+from archvocab.identity import SpecIdentity
+
+if TYPE_CHECKING:
+    from archvocab.registry import ArchSpec
 
 SPEC_KIND = "gpt2"
 DEFAULT_VOCAB_SIZE = 50257
@@ -36,7 +39,7 @@ _FIELDS = (
 
 
 @dataclass(frozen=True)
-class GPT2Spec:
+class GPT2Spec(SpecIdentity):
     """A decoder-only GPT-2 with per-layer heads and feed-forward width, adaptive input.
 
     ``d_inner`` and ``n_head`` hold one value per layer. ``cutoffs`` are the adaptive
@@ -61,20 +64,7 @@ class GPT2Spec:
     # -- identity -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The canonical plain-data form (lists, ints, fixed key set)."""
-        out: dict[str, Any] = {"kind": self.kind}
-        for name in _FIELDS:
-            value = getattr(self, name)
-            out[name] = list(value) if isinstance(value, tuple) else value
-        return out
-
-    def canonical_json(self) -> str:
-        """Sorted keys, no whitespace: equal specs give byte-equal JSON."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-
-    @property
-    def arch_id(self) -> str:
-        """Stable id: the first 16 hex digits of the SHA-256 of the canonical JSON."""
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+        return self._plain_fields(_FIELDS)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GPT2Spec:
@@ -126,10 +116,24 @@ class GPT2Spec:
         """Embedding width of each adaptive cluster (head cluster first)."""
         return [self.d_embed // self.div_val**i for i in range(len(self.cutoffs) + 1)]
 
+    # -- the registry's ArchSpec contract ------------------------------------------------
+    @property
+    def max_seq_len(self) -> int:
+        return self.n_positions
 
-def parse_spec(data: Mapping[str, Any]) -> GPT2Spec:
-    """Parse a spec from its plain-data form (what travels over HTTP)."""
-    return GPT2Spec.from_dict(data)
+    def decoder_params(self) -> int:
+        return gpt2_counts.decoder_params(self)
+
+    def total_params(self) -> int:
+        return gpt2_counts.total_params(self)
+
+
+def parse_spec(data: Mapping[str, Any]) -> ArchSpec:
+    """Parse a spec of any registered space kind from its plain-data form (what travels
+    over HTTP); without "kind" it is a GPT-2 spec."""
+    from archvocab.registry import parse_spec as parse_any
+
+    return parse_any(data)
 
 
 def _per_layer(value: Any, n_layer: int) -> tuple[int, ...]:

@@ -10,10 +10,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from archvocab.errors import InvalidSpec
-from archvocab.space import GPT2Space
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PROXY_OBJECTIVES = ("decoder_params", "total_params")
 HARDWARE_OBJECTIVES = ("latency_ms", "memory_mb")
@@ -54,13 +51,13 @@ class MeasurementSettings(Strict):
     seq_len: int = Field(64, ge=1, le=8192)
     threads: int = Field(1, ge=1, le=256)
     warmup: int = Field(3, ge=0, le=1000, description="minimum warm-up runs")
-    warmup_min_s: float = Field(0.2, ge=0, le=3600)
+    warmup_min_s: float = Field(0.1, ge=0, le=3600)
     warmup_max_s: float = Field(10.0, ge=0, le=3600)
     min_samples: int = Field(10, ge=3, le=10000)
     max_samples: int = Field(2000, ge=3, le=10000)
     ci_target: float = Field(0.02, gt=0, le=1, description="relative half-width of the CI")
     confidence: float = Field(0.95, ge=0.5, le=0.999)
-    min_time_s: float = Field(0.5, ge=0, le=3600, description="minimum timed duration")
+    min_time_s: float = Field(2.0, ge=0, le=3600, description="minimum timed duration")
     max_time_s: float = Field(20.0, gt=0, le=3600, description="time cap of the timed phase")
     min_sample_ms: float = Field(1.0, ge=0, le=10000, description="inner repetition target")
     timeout_s: float = Field(300.0, gt=0, le=24 * 3600)
@@ -257,135 +254,29 @@ class LeaseStatus(BaseModel):
     lease_expires_at: datetime
 
 
-# -- searches -------------------------------------------------------------------------------
-class Budget(Strict):
-    max_evaluations: int = Field(100, ge=1, le=100000)
+# The search schemas live in archvocab.search_wire (which builds on this module); they are
+# importable from here too, looked up on first use so that neither module imports the other
+# while it is being initialised.
+_SEARCH_SCHEMAS = frozenset(
+    {
+        "BaselineComparison",
+        "BaselineCreate",
+        "Budget",
+        "CandidateInfo",
+        "Constraints",
+        "ObjectiveBest",
+        "Population",
+        "Progress",
+        "SearchCreate",
+        "SearchInfo",
+        "SearchReport",
+    }
+)
 
 
-class Constraints(Strict):
-    """Optional bounds. Parameter bounds are checked before anything is sent to a device."""
+def __getattr__(name: str) -> Any:
+    if name in _SEARCH_SCHEMAS:
+        from archvocab import search_wire
 
-    max_latency_ms: float | None = Field(None, gt=0)
-    max_memory_mb: float | None = Field(None, gt=0)
-    min_decoder_params: int | None = Field(None, ge=0)
-    max_decoder_params: int | None = Field(None, ge=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Constraints:
-        lo, hi = self.min_decoder_params, self.max_decoder_params
-        if lo is not None and hi is not None and lo > hi:
-            raise ValueError("min_decoder_params must be <= max_decoder_params")
-        return self
-
-
-class Population(Strict):
-    """LTS's released defaults: 100 initial samples, 20 parents, 40 mutants, 40 crossovers."""
-
-    initial: int = Field(100, ge=1, le=10000)
-    parents: int = Field(20, ge=1, le=10000)
-    mutations: int = Field(40, ge=0, le=10000)
-    crossovers: int = Field(40, ge=0, le=10000)
-    mutation_prob: float = Field(0.3, ge=0, le=1)
-    crossover_prob: float = Field(0.5, ge=0, le=1)
-
-    @model_validator(mode="after")
-    def _some_children(self) -> Population:
-        if self.mutations + self.crossovers < 1:
-            raise ValueError("mutations + crossovers must be >= 1")
-        return self
-
-
-class SearchCreate(Strict):
-    name: str | None = Field(None, max_length=200)
-    space: dict[str, Any] = Field(
-        default_factory=dict, description="overrides of the GPT-2 space (see GPT2Space)"
-    )
-    objectives: list[str] = Field(
-        default_factory=lambda: ["decoder_params", "latency_ms", "memory_mb"]
-    )
-    device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
-    measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
-    budget: Budget = Field(default_factory=Budget)
-    constraints: Constraints = Field(default_factory=Constraints)
-    population: Population = Field(default_factory=Population)
-    seed: int = Field(0, ge=0, le=2**63 - 1)
-
-    @field_validator("space")
-    @classmethod
-    def _space_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return GPT2Space.from_dict(value).to_dict()
-        except InvalidSpec as exc:
-            raise ValueError(str(exc)) from None
-        except TypeError as exc:
-            raise ValueError(f"invalid space setting: {exc}") from None
-
-    @field_validator("objectives")
-    @classmethod
-    def _objectives_valid(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if name not in OBJECTIVES:
-                raise ValueError(f"unknown objective {name!r}; allowed: {', '.join(OBJECTIVES)}")
-        if len(set(value)) != len(value):
-            raise ValueError("objectives must not repeat")
-        if sum(v in PROXY_OBJECTIVES for v in value) != 1:
-            raise ValueError(
-                f"exactly one proxy objective is needed, one of: {', '.join(PROXY_OBJECTIVES)}"
-            )
-        if not any(v in HARDWARE_OBJECTIVES for v in value):
-            raise ValueError(
-                f"at least one hardware objective is needed: {', '.join(HARDWARE_OBJECTIVES)}"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _fits_positions(self) -> SearchCreate:
-        n_positions = GPT2Space.from_dict(self.space).n_positions
-        if self.measurement.seq_len > n_positions:
-            raise ValueError(f"measurement.seq_len must be <= space.n_positions ({n_positions})")
-        return self
-
-
-class Progress(BaseModel):
-    budget: int
-    proposed: int
-    queued: int
-    running: int
-    measured: int
-    failed: int
-    reused: int = Field(description="measured candidates whose result came from the cache")
-    generation: int
-
-
-class ObjectiveBest(BaseModel):
-    objective: str
-    sense: str
-    value: float
-    arch_id: str
-
-
-class SearchInfo(BaseModel):
-    id: int
-    name: str | None
-    status: Literal["running", "finished", "cancelled"]
-    device_class: str
-    created_at: datetime
-    finished_at: datetime | None
-    finish_reason: str | None
-    progress: Progress
-    frontier_size: int
-    best: list[ObjectiveBest]
-    request: SearchCreate
-
-
-class CandidateInfo(BaseModel):
-    arch_id: str
-    generation: int
-    status: Literal["queued", "running", "measured", "failed", "cancelled"]
-    spec: dict[str, Any]
-    objectives: dict[str, float | None]
-    feasible: bool | None
-    on_frontier: bool
-    reused: bool = Field(False, description="measurement reused from an earlier search")
-    failure: Failure | None = None
-    measurement: dict[str, Any] | None = None
+        return getattr(search_wire, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

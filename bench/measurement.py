@@ -7,12 +7,15 @@ process per candidate, the latency protocol, memory high-water marks), on this m
    LTS searches) are each measured R times, round-robin so that drift hits all of them alike.
    Reported: the coefficient of variation of each architecture's R medians, and the Spearman
    correlation of the latency ranking between every pair of complete runs.
-2. Overhead: per candidate, the agent's wall time that is not timed inference (process start,
-   build, warm-up, statistics, result transfer), as a share of the timed time.
+2. Overhead: a real `hwnas serve` on loopback and the agent's own job loop (bench/agent_loop.py)
+   measure a search's candidates; per candidate, the agent's wall time from its claim request
+   to the accepted result that is not timed inference (HTTP, process start, build, warm-up,
+   statistics), as a share of the timed time.
 3. LTS's reference architectures: GPT-2 small (d_model 768, d_inner 3072, 12 heads, full
    embedding) scaled in depth only, 1..16 layers: latency and memory against layer count.
 
-    .venv/bin/python bench/measurement.py [--archs 10] [--repeats 5] [--layers 1-16] [--json F]
+    .venv/bin/python bench/measurement.py [--archs 10] [--repeats 5] [--layers 1-16]
+        [--agent-jobs 20] [--runtime torch|onnxruntime] [--json F]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sys
 import time
 from typing import Any
 
+from agent_loop import agent_loop_timing
 from scipy.stats import spearmanr
 
 from agent.measure import measure_candidate
@@ -109,24 +113,29 @@ def repeatability(specs: list[GPT2Spec], repeats: int, settings: MeasurementSett
         "spearman_pairs": rhos,
         "cv_median": statistics.median(above) if above else None,
         "cv_max": max(above) if above else None,
-        "overhead": overhead([pair for run in runs for pair in run]),
     }
 
 
-def overhead(pairs: list[tuple[MeasurementResult, float]]) -> dict:
-    """Shares of the agent's wall time per candidate, relative to the timed inference time."""
-    shares, parts = [], {"start": [], "build": [], "warmup": [], "timed": [], "other": []}
-    for m, wall in pairs:
-        timed = m.latency.timed_s
-        shares.append((wall - timed) / timed)
-        parts["start"].append(wall - m.total_s)  # process start and result transfer
-        parts["build"].append(m.build_s + m.load_s)
-        parts["warmup"].append(m.latency.warmup_s)
-        parts["timed"].append(timed)
-        parts["other"].append(m.total_s - m.build_s - m.load_s - m.latency.warmup_s - timed)
+def overhead(jobs: list[dict]) -> dict:
+    """Per job, the agent's wall time that is not timed inference, relative to the timed time,
+    and the median seconds of each part: HTTP (claim, heartbeats, report), process start and
+    result transfer, build (and load), warm-up, timed, and the rest (statistics, snapshots)."""
+    shares = [(j["wall_s"] - j["timed_s"]) / j["timed_s"] for j in jobs]
+    parts = {
+        "http": [j["wall_s"] - j["measure_s"] for j in jobs],
+        "spawn": [j["measure_s"] - j["process_s"] for j in jobs],
+        "build": [j["build_s"] for j in jobs],
+        "warmup": [j["warmup_s"] for j in jobs],
+        "timed": [j["timed_s"] for j in jobs],
+        "other": [j["process_s"] - j["build_s"] - j["warmup_s"] - j["timed_s"] for j in jobs],
+    }
     return {
+        "jobs": len(jobs),
+        "per_job": jobs,
         "share_median": statistics.median(shares),
         "share_max": max(shares),
+        "share_total": sum(j["wall_s"] - j["timed_s"] for j in jobs)
+        / sum(j["timed_s"] for j in jobs),
         "seconds_median": {k: statistics.median(v) for k, v in parts.items()},
     }
 
@@ -179,13 +188,16 @@ def print_report(report: dict[str, Any]) -> None:
         )
     busy = sum(r["busy"] for r in rep["rows"])
     print(f"Measurements flagged busy: {busy} of {report['repeats'] * report['archs']}")
-    ov = rep["overhead"]
-    secs = ov["seconds_median"]
-    print(
-        f"\n## Overhead\n\nNot-timed share of the agent's time per candidate, relative to the "
-        f"timed time: median {ov['share_median'] * 100:.0f}%, max {ov['share_max'] * 100:.0f}%."
-        "\nMedian seconds per candidate: " + ", ".join(f"{k} {v:.3f}" for k, v in secs.items())
-    )
+    ov = report["overhead"]
+    if ov:
+        secs = ov["seconds_median"]
+        print(
+            f"\n## Overhead ({ov['jobs']} jobs through a real server and the agent's loop)\n\n"
+            "Not-timed share of the agent's time per candidate, relative to the timed time: "
+            f"median {ov['share_median'] * 100:.0f}%, max {ov['share_max'] * 100:.0f}%, "
+            f"all jobs together {ov['share_total'] * 100:.0f}%.\nMedian seconds per candidate: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in secs.items())
+        )
     rows = report["layer_scaled"]
     if rows:
         print("\n## Layer-scaled GPT-2 small (d_model 768, d_inner 3072, 12 heads)\n")
@@ -217,9 +229,15 @@ def main() -> int:
     parser.add_argument("--seq-len", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--agent-jobs", type=int, default=20, help="jobs for the overhead section; 0 skips"
+    )
+    parser.add_argument("--runtime", choices=["torch", "onnxruntime"], default="torch")
     parser.add_argument("--json", help="also write the raw report here")
     args = parser.parse_args()
-    settings = MeasurementSettings(seq_len=args.seq_len, threads=args.threads, timeout_s=600)
+    settings = MeasurementSettings(
+        runtime=args.runtime, seq_len=args.seq_len, threads=args.threads, timeout_s=600
+    )
     specs = lts_architectures(args.archs, args.seed)
     print(f"settings: {settings.model_dump()}", file=sys.stderr)
     report: dict[str, Any] = {
@@ -227,6 +245,9 @@ def main() -> int:
         "repeats": args.repeats,
         "settings": settings.model_dump(),
         "repeatability": repeatability(specs, args.repeats, settings),
+        "overhead": overhead(agent_loop_timing(args.agent_jobs, settings, args.seed))
+        if args.agent_jobs
+        else None,
         "layer_scaled": []
         if args.layers == "0"
         else layer_scaled(parse_layers(args.layers), settings),

@@ -12,6 +12,8 @@ _COMMANDS = {
     "demo": "server.demo:run",
     "agent": "agent.cli:run",
     "proxies": "proxies.cli:run",
+    "baseline": "hwnas.baseline:run_baseline",
+    "report": "hwnas.baseline:run_report",
 }
 
 
@@ -54,12 +56,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent.add_argument("--poll-interval", type=float, default=1.0)
 
+    base = sub.add_parser(
+        "baseline", help="measure a space's layer-scaled baseline (LTS) on a device class"
+    )
+    base.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8000")
+    base.add_argument("--device-class", required=True)
+    base.add_argument("--kind", default=None, help="space kind (default gpt2)")
+    base.add_argument("--space", default=None, help="space settings as JSON")
+    base.add_argument("--measurement", default=None, help="measurement settings as JSON")
+    base.add_argument("--layers", default="1-16", help="depths, e.g. 1-16 or 1,2,4,8")
+    base.add_argument("--wait", action="store_true", help="wait and print the measured table")
+    base.add_argument("--poll-interval", type=float, default=2.0)
+    base.add_argument("--json", action="store_true")
+
+    rep = sub.add_parser("report", help="a search's frontier against the layer-scaled baseline")
+    rep.add_argument("search_id", type=int)
+    rep.add_argument("--server", required=True)
+    rep.add_argument("--json", action="store_true")
+
     proxies = sub.add_parser("proxies", help="proxy tools")
     psub = proxies.add_subparsers(dest="proxies_command", required=True)
     corr = psub.add_parser("correlate", help="Spearman of a proxy vs trained perplexity (LTS logs)")
     corr.add_argument("files", nargs="*", help="LTS log JSON files (default: shared GPT-2 sets)")
     corr.add_argument("--proxy", default="decoder_params")
     corr.add_argument("--json", action="store_true")
+    val = psub.add_parser(
+        "validate", help="proxies against every published ground-truth set (../shared/data)"
+    )
+    val.add_argument("--proxy", action="append", help="a proxy (repeatable); default: all")
+    val.add_argument("--set", action="append", help="a set (repeatable); default: all")
+    val.add_argument("--top-k", type=float, default=0.1, help="top fraction for the common ratio")
+    val.add_argument("--json", action="store_true")
     return parser
 
 

@@ -29,6 +29,10 @@ def default_files() -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point for `hwnas proxies ...`; returns the exit code."""
+    if args.proxies_command == "validate":
+        from proxies.validate_cli import validate_command
+
+        return validate_command(args.proxy, args.set, args.top_k, as_json=args.json)
     if args.proxies_command != "correlate":
         print(f"hwnas proxies: unknown command {args.proxies_command!r}", file=sys.stderr)
         return 2

@@ -11,20 +11,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence, Set
 
-from archvocab.space import GPT2Space
-from archvocab.spec import GPT2Spec
+from archvocab.registry import ArchSpec, SearchSpace
 from archvocab.wire import Population
 
 # A spec's proxies when it passes the cheap constraints, else None.
-Admit = Callable[[GPT2Spec], dict[str, float] | None]
-Operator = Callable[[random.Random], GPT2Spec]
-Child = tuple[GPT2Spec, dict[str, float]]
+Admit = Callable[[ArchSpec], dict[str, float] | None]
+Operator = Callable[[random.Random], ArchSpec]
+Child = tuple[ArchSpec, dict[str, float]]
 
 
 def breed(
-    space: GPT2Space,
+    space: SearchSpace,
     population: Population,
-    frontier: Sequence[GPT2Spec] | None,
+    frontier: Sequence[ArchSpec] | None,
     *,
     size: int,
     rng: random.Random,
@@ -57,9 +56,9 @@ def breed(
 
 
 def _plan(
-    space: GPT2Space,
+    space: SearchSpace,
     population: Population,
-    frontier: Sequence[GPT2Spec] | None,
+    frontier: Sequence[ArchSpec] | None,
     rng: random.Random,
 ) -> list[Operator | None]:
     """One operator per slot; None stands for a plain random sample."""
@@ -70,10 +69,10 @@ def _plan(
         return [None] * n_children
     parents = rng.sample(list(frontier), min(population.parents, len(frontier)))
 
-    def mutant(r: random.Random) -> GPT2Spec:
+    def mutant(r: random.Random) -> ArchSpec:
         return space.mutate(r.choice(parents), r, population.mutation_prob)
 
-    def crossover(r: random.Random) -> GPT2Spec:
+    def crossover(r: random.Random) -> ArchSpec:
         a, b = r.sample(parents, 2)
         return space.crossover(a, b, r, population.crossover_prob)
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Self
 
 import numpy as np
 
 from archvocab.errors import InvalidSpec
-from archvocab.space import GPT2Space
-from archvocab.spec import GPT2Spec, parse_spec
+from archvocab.registry import ArchSpec, SearchSpace, parse_spec
 from archvocab.wire import Constraints, Population
 from search.breeding import breed
 from search.errors import AlreadyTold, InvalidHistory, SearchError, UnknownCandidate
@@ -30,13 +30,13 @@ from search.objectives import Objectives
 from search.pareto import non_dominated_mask
 from search.records import PENDING, Candidate, HistoryRecord, Outcome, PendingType
 
-Scorer = Callable[[GPT2Spec], Mapping[str, float]]
+Scorer = Callable[[ArchSpec], Mapping[str, float]]
 
 __all__ = ["PENDING", "Candidate", "HistoryRecord", "LTSEngine", "Scorer"]
 
 
 class LTSEngine:
-    """Ask/tell LTS over a GPT-2 space (not thread-safe: callers serialise access).
+    """Ask/tell LTS over a search space of any kind (not thread-safe: callers serialise access).
 
     `scorer` gives a spec's zero-cost proxies (it must return ``decoder_params`` when the
     constraints bound it, and every proxy objective); proxy objectives are maximised and
@@ -46,7 +46,7 @@ class LTSEngine:
 
     def __init__(
         self,
-        space: GPT2Space,
+        space: SearchSpace,
         *,
         objectives: list[str],
         scorer: Scorer,
@@ -208,45 +208,35 @@ class LTSEngine:
     @classmethod
     def restore(
         cls,
-        space: GPT2Space,
+        space: SearchSpace,
         *,
-        history: Iterable[HistoryRecord | tuple[GPT2Spec | Mapping, int, Outcome]],
-        objectives: list[str],
-        scorer: Scorer,
-        seed: int,
-        max_evaluations: int,
-        population: Population | None = None,
-        constraints: Constraints | None = None,
-        max_attempts: int = 200,
-    ) -> LTSEngine:
-        """Rebuild an engine from persisted proposals (spec, generation, values/None/PENDING).
+        history: Iterable[HistoryRecord | tuple[ArchSpec | Mapping, int, Outcome]],
+        **engine_kwargs: Any,
+    ) -> Self:
+        """Rebuild an engine from persisted proposals (spec, generation, values/None/PENDING);
+        `engine_kwargs` are the constructor's.
 
         Records must be in proposal order, as the live engine made them: generations
         ascending without gaps, a new generation only after the previous one was told, no
-        arch_id twice. Proxies are recomputed with `scorer`. Raises InvalidHistory.
+        arch_id twice. Proxies are recomputed with the scorer. Raises InvalidHistory.
         A "budget" finish is restored; an "exhausted" one leaves no row and is found again
         by the next `ask`, which returns [] just as the live engine's did.
         """
-        engine = cls(
-            space,
-            objectives=objectives,
-            scorer=scorer,
-            seed=seed,
-            max_evaluations=max_evaluations,
-            population=population,
-            constraints=constraints,
-            max_attempts=max_attempts,
-        )
+        engine = cls(space, **engine_kwargs)
         for index, record in enumerate(history):
             engine._replay(index, *record)
-        if engine._candidates and not engine._pending and engine.proposed >= max_evaluations:
+        if (
+            engine._candidates
+            and not engine._pending
+            and engine.proposed >= engine._max_evaluations
+        ):
             engine._finish_reason = "budget"
         return engine
 
     def _replay(
-        self, index: int, spec: GPT2Spec | Mapping, generation: int, values: Outcome
+        self, index: int, spec: ArchSpec | Mapping, generation: int, values: Outcome
     ) -> None:
-        if not isinstance(spec, GPT2Spec):
+        if isinstance(spec, Mapping):
             spec = parse_spec(spec)
         where = f"history record {index} ({spec.arch_id}, generation {generation})"
         if spec.arch_id in self._candidates:
@@ -273,10 +263,10 @@ class LTSEngine:
         self._candidates[candidate.arch_id] = candidate
         self._pending.add(candidate.arch_id)
 
-    def _score(self, spec: GPT2Spec) -> dict[str, float]:
+    def _score(self, spec: ArchSpec) -> dict[str, float]:
         return {name: float(value) for name, value in self._scorer(spec).items()}
 
-    def _admit(self, spec: GPT2Spec) -> dict[str, float] | None:
+    def _admit(self, spec: ArchSpec) -> dict[str, float] | None:
         """The spec's proxies if it meets the decoder-parameter bounds, else None."""
         proxies = self._score(spec)
         lo, hi = self._constraints.min_decoder_params, self._constraints.max_decoder_params

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
-from archvocab.spec import GPT2Spec
+from archvocab.registry import ArchSpec
 
 
 class PendingType:
@@ -33,7 +33,7 @@ Outcome = Mapping[str, float] | None | PendingType
 class Candidate:
     """A proposed architecture, the generation that proposed it and its zero-cost proxies."""
 
-    spec: GPT2Spec
+    spec: ArchSpec
     generation: int
     proxies: dict[str, float] = field(hash=False)
 
@@ -45,6 +45,6 @@ class Candidate:
 class HistoryRecord(NamedTuple):
     """One persisted proposal: values are the told dict, None (failed) or PENDING."""
 
-    spec: GPT2Spec
+    spec: ArchSpec
     generation: int
     values: Outcome

@@ -7,10 +7,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
+from archvocab.search_wire import SpaceKindInfo, SpecCheck, SpecChecked
 from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
     AgentView,
+    BaselineCreate,
     CandidateInfo,
     JobLease,
     JobResult,
@@ -18,8 +20,9 @@ from archvocab.wire import (
     LeaseStatus,
     SearchCreate,
     SearchInfo,
+    SearchReport,
 )
-from server import jobs, searches
+from server import jobs, report, searches, spaces
 from server.store import Store
 from server.views import frontier_csv
 
@@ -38,6 +41,30 @@ def _store(request: Request) -> Store:
 @router.post("/searches", status_code=201, response_model=SearchInfo)
 def create_search(body: SearchCreate, request: Request) -> SearchInfo:
     return searches.create_search(_store(request), body)
+
+
+@router.get("/spaces", response_model=list[SpaceKindInfo])
+def list_spaces() -> list[SpaceKindInfo]:
+    """The registered space kinds: summary, runtimes, baseline, default settings."""
+    return spaces.list_space_kinds()
+
+
+@router.post("/spaces/check", response_model=SpecChecked)
+def check_spec(body: SpecCheck) -> SpecChecked:
+    """Whether a spec is valid and a member of a space; 422 names the field and the reason."""
+    return spaces.check_spec(body)
+
+
+@router.post("/baselines", status_code=201, response_model=SearchInfo)
+def create_baseline(body: BaselineCreate, request: Request) -> SearchInfo:
+    """Measure the space's layer-scaled baseline: a search with strategy 'layer_scaled'."""
+    return searches.create_search(_store(request), body.as_search())
+
+
+@router.get("/searches/{search_id}/report", response_model=SearchReport)
+def get_report(search_id: SearchId, request: Request) -> SearchReport:
+    """The frontier against the layer-scaled baseline measured on the same device class."""
+    return report.search_report(_store(request), search_id)
 
 
 @router.get("/searches", response_model=list[SearchInfo])

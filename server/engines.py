@@ -9,15 +9,15 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from archvocab.space import GPT2Space
-from archvocab.spec import GPT2Spec
+from archvocab.registry import ArchSpec, parse_space, parse_spec
 from archvocab.wire import SearchCreate
 from proxies.params import decoder_params, total_params
+from search.baseline import LayerScaledEngine
 from search.lts import PENDING, Candidate, LTSEngine
 from server.db import CandidateRow, SearchRow
 
 
-def score(spec: GPT2Spec) -> dict[str, float]:
+def score(spec: ArchSpec) -> dict[str, float]:
     """The zero-cost proxies every candidate carries."""
     return {
         "decoder_params": float(decoder_params(spec)),
@@ -33,7 +33,7 @@ def measured_values(row: CandidateRow) -> dict[str, float] | None:
 
 
 def _engine_kwargs(request: SearchCreate) -> dict:
-    return {
+    kwargs = {
         "objectives": list(request.objectives),
         "scorer": score,
         "seed": request.seed,
@@ -41,6 +41,14 @@ def _engine_kwargs(request: SearchCreate) -> dict:
         "population": request.population,
         "constraints": request.constraints,
     }
+    if request.strategy == "layer_scaled":
+        kwargs["layers"] = request.layers
+    return kwargs
+
+
+def _engine_type(request: SearchCreate) -> type[LTSEngine]:
+    """The engine class of the request's strategy."""
+    return {"lts": LTSEngine, "layer_scaled": LayerScaledEngine}[request.strategy]
 
 
 class EngineCache:
@@ -50,7 +58,7 @@ class EngineCache:
         self._engines: dict[int, LTSEngine] = {}
 
     def new(self, search_id: int, request: SearchCreate) -> LTSEngine:
-        engine = LTSEngine(GPT2Space.from_dict(request.space), **_engine_kwargs(request))
+        engine = _engine_type(request)(parse_space(request.space), **_engine_kwargs(request))
         self._engines[search_id] = engine
         return engine
 
@@ -77,11 +85,11 @@ class EngineCache:
         ).unique()
         history = []
         for row in rows:
-            spec = GPT2Spec.from_dict(row.architecture.spec)
+            spec = parse_spec(row.architecture.spec)
             done = row.status in ("measured", "failed")
             history.append((spec, row.generation, measured_values(row) if done else PENDING))
-        return LTSEngine.restore(
-            GPT2Space.from_dict(request.space), history=history, **_engine_kwargs(request)
+        return _engine_type(request).restore(
+            parse_space(request.space), history=history, **_engine_kwargs(request)
         )
 
 

@@ -15,6 +15,32 @@ TINY_SPACE = {
     "n_positions": 64,
 }
 
+# A small space of every registered kind, so that real agents measure any kind in a second.
+TINY_SPACES: dict[str, dict[str, Any]] = {
+    "gpt2": {"kind": "gpt2", **TINY_SPACE},
+    "transxl": {
+        "kind": "transxl",
+        **{k: v for k, v in TINY_SPACE.items() if k != "n_positions"},
+        "tgt_len": 64,
+        "mem_len": 16,
+    },
+    "flexibert": {
+        "kind": "flexibert",
+        "hidden_size": [128],
+        "n_layer": [2],
+        "feed_forward_dimension": [512],
+        "vocab_size": 1000,
+        "max_position_embeddings": 64,
+    },
+    "nasbench_nlp": {
+        "kind": "nasbench_nlp",
+        "max_nodes": 8,
+        "d_embed": 32,
+        "d_hidden": 48,
+        "vocab_size": 1000,
+    },
+}
+
 # A short latency protocol so that real agents finish a candidate in about a second.
 FAST_MEASUREMENT = {
     "seq_len": 16,

@@ -35,9 +35,12 @@ real = getattr(pkg, "__file__", None) is not None or len(imported) > 1
 print(json.dumps({"real": real, "imported": imported, "modules": sorted(sys.modules)}))
 """
 
+# Each space kind's torch builder: archvocab/build.py (GPT-2) and archvocab/<kind>_build.py.
+BUILDERS = sorted(f"archvocab.{p.stem}" for p in (REPO / "archvocab").glob("*build.py"))
+
 RULES = {
     # package: (submodules not imported, top-level modules that must stay unloaded)
-    "archvocab": (["archvocab.build"], [*OURS[1:], "torch", *SERVER_STACK]),
+    "archvocab": (BUILDERS, [*OURS[1:], "torch", *SERVER_STACK]),
     "agent": ([], ["server", "search", "proxies", *SERVER_STACK]),
     "proxies": ([], ["server", "agent", "fastapi", "starlette", "sqlalchemy"]),
     # The server runs on machines without torch: it only counts parameters analytically.

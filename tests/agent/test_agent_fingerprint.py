@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 
+from agent import fingerprint
 from agent.fingerprint import cpu_model, device_fingerprint, ram_bytes, runtimes, usable_cores
 
 
@@ -88,7 +89,20 @@ def test_runtimes_list_onnxruntime_only_where_installed(monkeypatch: pytest.Monk
         return object() if name == "onnxruntime" else real_find_spec(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(fingerprint, "_ORT_PROBE", "print('1.0')")
     assert runtimes() == ["torch", "onnxruntime"]
+
+
+def test_an_onnxruntime_that_crashes_at_import_is_not_offered(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What onnxruntime 1.23+ does under qemu user-mode emulation: SIGSEGV while importing.
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: object())
+    crash = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
+    monkeypatch.setattr(fingerprint, "_ORT_PROBE", crash)
+    with caplog.at_level("WARNING", logger="agent.fingerprint"):
+        assert runtimes() == ["torch"]
+    assert "its import fails (signal 11)" in caplog.text
 
 
 def test_runtimes_are_looked_up_not_imported() -> None:

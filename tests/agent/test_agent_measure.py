@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from archvocab.errors import InvalidSpec
 from archvocab.spec import parse_spec
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BIG_SPEC_CHANGES: dict[str, Any] = {
     "n_layer": 4,
     "d_model": 512,
@@ -203,6 +205,43 @@ def test_the_agent_process_never_imports_torch(
         timeout=120,
     )
     assert done.stdout.split() == ["MeasurementResult", "False", "False"], done.stderr
+
+
+def test_the_main_script_is_imported_once_not_per_candidate(
+    tiny_spec: dict[str, Any], fast_settings: MeasurementSettings, tmp_path: Any
+) -> None:
+    # multiprocessing runs the main script again in every child that lacks it; a script that
+    # imports scipy made that 0.5 s per candidate. It must run once, in the forkserver.
+    imports = tmp_path / "imports.log"
+    script = tmp_path / "main_script.py"
+    # A module beside the script, as bench/measurement.py imports bench/agent_loop.py: the
+    # forkserver must find it too (CPython 3.11's does not get the parent's sys.path).
+    (tmp_path / "beside_the_script.py").write_text("VALUE = 1\n")
+    script.write_text(
+        "import json, os, sys\n"
+        "import beside_the_script\n"
+        f"with open({str(imports)!r}, 'a') as log:\n"
+        "    log.write(f'{__name__} {os.getpid()}\\n')\n"
+        "from agent.measure import measure_candidate\n"
+        "from archvocab.wire import MeasurementSettings\n"
+        "if __name__ == '__main__':\n"
+        "    job = json.loads(sys.stdin.read())\n"
+        "    settings = MeasurementSettings.model_validate(job['settings'])\n"
+        "    for _ in range(3):\n"
+        "        print(type(measure_candidate(job['spec'], settings)).__name__)\n"
+    )
+    job = {"spec": tiny_spec, "settings": fast_settings.model_dump()}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert done.stdout.split() == ["MeasurementResult"] * 3, done.stderr
+    names = [line.split()[0] for line in imports.read_text().splitlines()]
+    assert names == ["__main__", "__mp_main__"], names
 
 
 def test_invalid_spec_is_rejected_before_spawning(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +13,15 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from factories import TINY_SPACES
 
 from agent import onnx_backend
-from agent.in_process import make_tokens as torch_tokens
+from agent.in_process import make_inputs
 from agent.memory import MIB
-from agent.onnx_backend import export_onnx, make_tokens, measure_onnx
+from agent.onnx_backend import export_onnx, load_inputs, measure_onnx
 from agent.weights import build_fast
 from archvocab.build import build_model
+from archvocab.registry import get_kind, kind_names, parse_space
 from archvocab.spec import GPT2Spec
 from archvocab.wire import MeasurementResult, MeasurementSettings
 
@@ -99,17 +102,18 @@ def exported(tmp_path: Path, spec: GPT2Spec, name: str = "model.onnx") -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    ("batch_size", "seq_len", "vocab_size"), [(1, 64, 50257), (4, 16, 500), (3, 7, 2)]
-)
-def test_tokens_are_the_torch_paths_tokens(batch_size: int, seq_len: int, vocab_size: int) -> None:
-    spec = tiny(vocab_size=vocab_size, cutoffs=())
+@pytest.mark.parametrize(("batch_size", "seq_len"), [(1, 64), (4, 16), (3, 7)])
+def test_the_saved_input_is_the_torch_paths_input(
+    tmp_path: Path, batch_size: int, seq_len: int
+) -> None:
+    spec = tiny(cutoffs=())
     settings = SETTINGS.model_copy(update={"batch_size": batch_size, "seq_len": seq_len})
-    ours = make_tokens(spec, settings)
+    path = tmp_path / "model.onnx"
+    export_onnx(spec, settings, str(path))
+    (ours,) = load_inputs(str(path))
     assert ours.dtype == np.int64 and ours.shape == (batch_size, seq_len)
-    np.testing.assert_array_equal(
-        ours, torch_tokens(spec.vocab_size, settings, torch.device("cpu")).numpy()
-    )
+    (theirs,) = make_inputs(spec, settings, torch.device("cpu"))
+    np.testing.assert_array_equal(ours, theirs.numpy())
 
 
 @pytest.mark.parametrize(
@@ -127,12 +131,13 @@ def test_onnx_runtime_output_equals_torch(tmp_path: Path, spec: GPT2Spec) -> Non
     path = exported(tmp_path, spec)
     model = build_fast(spec, torch.device("cpu"))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    random_tokens = make_tokens(spec, SETTINGS)
+    (random_tokens,) = load_inputs(str(path))
+    input_name = session.get_inputs()[0].name
     # Only the head cluster, and only the last: the other clusters get no tokens at all.
     head_only = np.zeros_like(random_tokens)
     last_only = np.full_like(random_tokens, spec.vocab_size - 1)
     for tokens in (random_tokens, head_only, last_only):
-        (ours,) = session.run(None, {onnx_backend.INPUT_NAME: tokens})
+        (ours,) = session.run(None, {input_name: tokens})
         with torch.no_grad():
             expected = model(torch.from_numpy(tokens)).numpy()
         assert ours.shape == (1, SETTINGS.seq_len, spec.vocab_size)
@@ -181,7 +186,8 @@ def test_weights_past_the_limit_go_to_an_external_file(
     monkeypatch.setattr(onnx_backend, "EMBEDDED_WEIGHTS_LIMIT", 0)
     spec = tiny(div_val=2)
     path = exported(tmp_path, spec)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "model.onnx.data"]
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["model.onnx", "model.onnx.data", "model.onnx.inputs.npz"]
     assert path.stat().st_size < parameter_bytes(spec) / 4  # the weights are not in the model
     result, _ = measure_in_fresh_process(path, spec, SETTINGS)
     assert result.details["external_data"] is True
@@ -194,3 +200,24 @@ def test_torch_runtime_settings_are_refused(tmp_path: Path) -> None:
         export_onnx(tiny(), settings, str(tmp_path / "model.onnx"))
     with pytest.raises(ValueError, match="settings.runtime='onnxruntime'"):
         measure_onnx(str(tmp_path / "model.onnx"), tiny(), settings, 0.0)
+
+
+ORT_KINDS = [n for n in kind_names() if "onnxruntime" in get_kind(n).runtimes]
+
+
+@pytest.mark.parametrize("kind", ORT_KINDS)
+def test_every_kind_that_offers_onnxruntime_exports_what_torch_computes(
+    tmp_path: Path, kind: str
+) -> None:
+    spec = parse_space(TINY_SPACES[kind]).sample(random.Random(1))
+    path = exported(tmp_path, spec)
+    inputs = load_inputs(str(path))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [meta.name for meta in session.get_inputs()]
+    ours = session.run(None, dict(zip(names, inputs, strict=True)))
+    with torch.inference_mode():
+        expected = build_fast(spec, torch.device("cpu"))(*map(torch.from_numpy, inputs))
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert len(ours) == len(expected)
+    for got, want in zip(ours, expected):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)

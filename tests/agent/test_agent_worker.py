@@ -55,10 +55,12 @@ def in_thread(worker: Worker) -> tuple[threading.Thread, list[int]]:
 
 # -- against the minimal server ---------------------------------------------------------------
 def test_measures_reports_and_exits_when_idle(
-    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any]
+    live_server: Any, http: httpx.Client, tiny_spec: dict[str, Any], fast_settings: Any
 ) -> None:
     state = live_server.state
-    good = state.add_job(tiny_spec)
+    # at least 0.8 s of timed samples: heartbeats go every 0.2 s meanwhile
+    settings = {**fast_settings.model_dump(), "min_time_s": 0.8, "max_time_s": 1.0}
+    good = state.add_job(tiny_spec, settings)
     bad = state.add_job({**tiny_spec, "n_head": [3, 2]})
     worker = make_worker(http, exit_when_idle=0.3)
     assert worker.run() == 0
@@ -82,7 +84,6 @@ def test_measures_reports_and_exits_when_idle(
     assert (
         state.results[bad].failure is not None and state.results[bad].failure.kind == "invalid_spec"
     )
-    # the tiny job takes about a second in its child; heartbeats go every 0.2 s meanwhile
     assert worker.heartbeats >= 1 and {job for job, _ in state.heartbeats} == {good}
     assert len(state.claims) >= 3  # two jobs, then at least one empty claim
 

@@ -199,7 +199,7 @@ def test_invalid_spaces_name_the_field(kwargs: dict[str, Any], field: str, fragm
 @pytest.mark.parametrize(
     ("data", "field", "fragment"),
     [
-        ({"n_layers": {"min": 2}}, "n_layers", "unknown setting; allowed: n_layer, d_model"),
+        ({"n_layers": {"min": 2}}, "n_layers", "unknown setting; allowed: kind, n_layer, d_model"),
         ({"d_model": 512}, "d_model", "must be an object with min, max, step"),
         ({"d_model": {"min": 64, "stride": 64}}, "d_model", "min, max, step"),
         ({"n_layer": {"min": 9, "max": 3}}, "n_layer.min", "must be <= max (3), got 9"),

@@ -121,7 +121,7 @@ def test_spearman_matches_scipy_and_needs_two_models() -> None:
 
 def test_unknown_proxy_is_refused_before_reading(tmp_path: Path) -> None:
     with pytest.raises(InvalidSpec) as info:
-        correlate_file(tmp_path / "missing.json", "synflow")
+        correlate_file(tmp_path / "missing.json", "no_such_proxy")
     assert info.value.field == "proxy"
 
 
@@ -216,11 +216,11 @@ def test_installed_script_prints_a_table() -> None:
 
 
 def test_command_unknown_proxy_exits_2_listing_valid_ones() -> None:
-    proc = hwnas("--proxy", "synflow")
+    proc = hwnas("--proxy", "no_such_proxy")
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.strip() == (
-        f"hwnas proxies correlate: unknown proxy 'synflow'; allowed: {', '.join(PROXIES)}"
+        f"hwnas proxies correlate: unknown proxy 'no_such_proxy'; allowed: {', '.join(PROXIES)}"
     )
 
 

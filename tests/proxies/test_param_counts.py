@@ -87,11 +87,18 @@ def test_decoder_params_by_hand() -> None:
 
 
 # -- the registry contract ------------------------------------------------------------------
-@pytest.mark.parametrize("name", list(PROXIES))
-def test_every_proxy_honours_the_contract(name: str) -> None:
+ZERO_COST = [name for name, proxy in PROXIES.items() if proxy.cost == "zero"]
+
+
+def test_cost_classes_are_declared() -> None:
+    assert {proxy.cost for proxy in PROXIES.values()} <= {"zero", "low"}
+    assert {"decoder_params", "total_params"} <= set(ZERO_COST)
+
+
+@pytest.mark.parametrize("name", ZERO_COST)
+def test_every_zero_cost_proxy_honours_the_contract(name: str) -> None:
     proxy = get_proxy(name)
     assert proxy.name == name
-    assert proxy.cost in ("zero",)
     assert proxy.description
     rng = random.Random(name)
     space = GPT2Space()
@@ -104,6 +111,6 @@ def test_every_proxy_honours_the_contract(name: str) -> None:
 
 def test_unknown_proxy_lists_the_valid_ones() -> None:
     with pytest.raises(InvalidSpec) as info:
-        get_proxy("synflow")
+        get_proxy("no_such_proxy")
     assert info.value.field == "proxy"
-    assert info.value.message == f"unknown proxy 'synflow'; allowed: {', '.join(PROXIES)}"
+    assert info.value.message == f"unknown proxy 'no_such_proxy'; allowed: {', '.join(PROXIES)}"

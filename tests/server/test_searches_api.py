@@ -27,7 +27,7 @@ def test_invalid_requests_get_422_naming_the_field_and_the_allowed_values(client
         ),
         ({"objectives": ["decoder_params", "speed"]}, "objectives", "allowed: decoder_params"),
         ({"budget": {"max_evaluations": 0}}, "max_evaluations", "greater than or equal to 1"),
-        ({"measurement": {"batch_size": 1, "seq_len": 128}}, "seq_len", "n_positions (64)"),
+        ({"measurement": {"batch_size": 1, "seq_len": 128}}, "seq_len", "models take (64)"),
         ({"device_class": "no spaces allowed"}, "device_class", "pattern"),
         ({"space": {"d_model": {"min": 64, "max": 128, "stride": 2}}}, "space", "min, max, step"),
         ({"colour": "blue"}, "colour", "Extra inputs are not permitted"),

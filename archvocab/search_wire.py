@@ -1,0 +1,293 @@
+"""Wire schemas of searches: what users send to start one and what they read back.
+
+Validation happens here, once, with messages that name the field and the allowed values.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from archvocab.errors import InvalidSpec
+from archvocab.registry import get_kind, kind_names, parse_space
+from archvocab.wire import (
+    HARDWARE_OBJECTIVES,
+    OBJECTIVES,
+    PROXY_OBJECTIVES,
+    Failure,
+    MeasurementSettings,
+    Strict,
+)
+
+
+class Budget(Strict):
+    max_evaluations: int = Field(100, ge=1, le=100000)
+
+
+class Constraints(Strict):
+    """Optional bounds. Parameter bounds are checked before anything is sent to a device."""
+
+    max_latency_ms: float | None = Field(None, gt=0)
+    max_memory_mb: float | None = Field(None, gt=0)
+    min_decoder_params: int | None = Field(None, ge=0)
+    max_decoder_params: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Constraints:
+        lo, hi = self.min_decoder_params, self.max_decoder_params
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError("min_decoder_params must be <= max_decoder_params")
+        return self
+
+
+class Population(Strict):
+    """LTS's released defaults: 100 initial samples, 20 parents, 40 mutants, 40 crossovers."""
+
+    initial: int = Field(100, ge=1, le=10000)
+    parents: int = Field(20, ge=1, le=10000)
+    mutations: int = Field(40, ge=0, le=10000)
+    crossovers: int = Field(40, ge=0, le=10000)
+    mutation_prob: float = Field(0.3, ge=0, le=1)
+    crossover_prob: float = Field(0.5, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _some_children(self) -> Population:
+        if self.mutations + self.crossovers < 1:
+            raise ValueError("mutations + crossovers must be >= 1")
+        return self
+
+
+STRATEGIES = ("lts", "layer_scaled")
+DEFAULT_BASELINE_LAYERS = tuple(range(1, 17))  # LTS: homogeneous layers in [1, 16]
+
+
+class SearchCreate(Strict):
+    name: str | None = Field(None, max_length=200)
+    strategy: Literal["lts", "layer_scaled"] = Field(
+        "lts",
+        description="lts: LTS's evolutionary search; layer_scaled: the space's homogeneous "
+        "baseline at each depth in `layers` (LTS's comparison)",
+    )
+    layers: list[int] | None = Field(
+        None,
+        max_length=256,
+        description="layer_scaled only: the depths to measure (default 1..16)",
+    )
+    space: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the space's kind (default gpt2) and overrides of its settings",
+    )
+    objectives: list[str] = Field(
+        default_factory=lambda: ["decoder_params", "latency_ms", "memory_mb"]
+    )
+    device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
+    measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
+    budget: Budget = Field(default_factory=Budget)
+    constraints: Constraints = Field(default_factory=Constraints)
+    population: Population = Field(default_factory=Population)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+
+    @field_validator("space")
+    @classmethod
+    def _space_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return parse_space(value).to_dict()
+        except InvalidSpec as exc:
+            raise ValueError(str(exc)) from None
+        except TypeError as exc:
+            raise ValueError(f"invalid space setting: {exc}") from None
+
+    @field_validator("objectives")
+    @classmethod
+    def _objectives_valid(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in OBJECTIVES:
+                raise ValueError(f"unknown objective {name!r}; allowed: {', '.join(OBJECTIVES)}")
+        if len(set(value)) != len(value):
+            raise ValueError("objectives must not repeat")
+        if sum(v in PROXY_OBJECTIVES for v in value) != 1:
+            raise ValueError(
+                f"exactly one proxy objective is needed, one of: {', '.join(PROXY_OBJECTIVES)}"
+            )
+        if not any(v in HARDWARE_OBJECTIVES for v in value):
+            raise ValueError(
+                f"at least one hardware objective is needed: {', '.join(HARDWARE_OBJECTIVES)}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _fits_the_space(self) -> SearchCreate:
+        space = parse_space(self.space)
+        limit = space.max_seq_len
+        if limit is not None and self.measurement.seq_len > limit:
+            raise ValueError(
+                f"measurement.seq_len must be <= the longest sequence the space's models take "
+                f"({limit})"
+            )
+        kind = get_kind(space.kind)
+        runtime = self.measurement.runtime
+        if runtime not in kind.runtimes:
+            raise ValueError(
+                f"measurement.runtime {runtime!r} cannot measure space kind {kind.name!r}; "
+                f"allowed: {', '.join(kind.runtimes)}"
+            )
+        return self._check_strategy(space)
+
+    def _check_strategy(self, space: Any) -> SearchCreate:
+        if self.strategy == "lts":
+            if self.layers is not None:
+                raise ValueError("layers: only for strategy 'layer_scaled'")
+            return self
+        if not hasattr(space, "baseline"):
+            with_one = [n for n in kind_names() if hasattr(get_kind(n).space_type, "baseline")]
+            raise ValueError(
+                f"strategy: space kind {space.kind!r} has no layer-scaled baseline; "
+                f"kinds with one: {', '.join(with_one)}"
+            )
+        layers = list(DEFAULT_BASELINE_LAYERS) if self.layers is None else self.layers
+        if not layers or len(set(layers)) != len(layers) or not all(1 <= n <= 256 for n in layers):
+            raise ValueError("layers: distinct depths in 1..256, at least one")
+        try:
+            for n in layers:
+                space.baseline(n)
+        except InvalidSpec as exc:
+            raise ValueError(f"layers: the baseline is not a valid spec: {exc}") from None
+        self.layers = sorted(layers)
+        self.budget = Budget(max_evaluations=len(layers))
+        return self
+
+
+class BaselineCreate(Strict):
+    """Measure a space's layer-scaled baseline (LTS) on a device class."""
+
+    name: str | None = Field(None, max_length=200)
+    space: dict[str, Any] = Field(default_factory=dict)
+    device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
+    measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
+    layers: list[int] | None = Field(None, max_length=256, description="default 1..16")
+
+    @model_validator(mode="after")
+    def _valid_as_a_search(self) -> BaselineCreate:
+        try:
+            self.as_search()
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            message = str(first.get("msg", "")).removeprefix("Value error, ")
+            raise ValueError(f"{where + ': ' if where else ''}{message}") from None
+        return self
+
+    def as_search(self) -> SearchCreate:
+        return SearchCreate(
+            name=self.name or f"layer-scaled baseline ({self.space.get('kind', 'gpt2')})",
+            strategy="layer_scaled",
+            layers=self.layers,
+            space=self.space,
+            device_class=self.device_class,
+            measurement=self.measurement,
+        )
+
+
+class Progress(BaseModel):
+    budget: int
+    proposed: int
+    queued: int
+    running: int
+    measured: int
+    failed: int
+    reused: int = Field(description="measured candidates whose result came from the cache")
+    generation: int
+
+
+class ObjectiveBest(BaseModel):
+    objective: str
+    sense: str
+    value: float
+    arch_id: str
+
+
+class SearchInfo(BaseModel):
+    id: int
+    name: str | None
+    status: Literal["running", "finished", "cancelled"]
+    device_class: str
+    created_at: datetime
+    finished_at: datetime | None
+    finish_reason: str | None
+    progress: Progress
+    frontier_size: int
+    best: list[ObjectiveBest]
+    request: SearchCreate
+
+
+class CandidateInfo(BaseModel):
+    arch_id: str
+    generation: int
+    status: Literal["queued", "running", "measured", "failed", "cancelled"]
+    spec: dict[str, Any]
+    objectives: dict[str, float | None]
+    feasible: bool | None
+    on_frontier: bool
+    reused: bool = Field(False, description="measurement reused from an earlier search")
+    failure: Failure | None = None
+    measurement: dict[str, Any] | None = None
+
+
+class ReportPoint(BaseModel):
+    arch_id: str
+    n_layer: int
+    decoder_params: float
+    latency_ms: float
+    memory_mb: float
+
+
+class BaselineComparison(BaseModel):
+    """The frontier against the deepest point of a layer-scaled baseline (LTS section 4)."""
+
+    baseline_search_id: int
+    deepest: ReportPoint = Field(description="the baseline's deepest measured model")
+    matched: ReportPoint | None = Field(
+        description="the frontier point with the fewest decoder parameters at or above the "
+        "deepest baseline's (the same predicted perplexity)"
+    )
+    latency_speedup: float | None = Field(description="deepest baseline / matched latency")
+    memory_reduction: float | None = Field(description="deepest baseline / matched memory")
+    fastest: ReportPoint | None = Field(description="lowest latency with >= its parameters")
+    leanest: ReportPoint | None = Field(description="lowest memory with >= its parameters")
+    note: str = ""
+
+
+class SearchReport(BaseModel):
+    search_id: int
+    status: str
+    measured: int
+    frontier_size: int
+    baseline: BaselineComparison | None
+    note: str = Field("", description="why there is no comparison, when there is none")
+
+
+class SpaceKindInfo(BaseModel):
+    """A registered space kind as users see it."""
+
+    name: str
+    summary: str
+    runtimes: list[str]
+    layer_scaled_baseline: bool
+    defaults: dict[str, Any] = Field(description="the space's default settings")
+
+
+class SpecCheck(Strict):
+    """Is `spec` a valid architecture, and a member of `space`?"""
+
+    space: dict[str, Any] = Field(default_factory=dict, description="kind and settings")
+    spec: dict[str, Any]
+
+
+class SpecChecked(BaseModel):
+    kind: str
+    arch_id: str
+    decoder_params: int
+    total_params: int
+    member: bool = Field(description="always true: a non-member gets 422 naming the field")

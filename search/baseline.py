@@ -1,0 +1,36 @@
+"""LTS's layer-scaled baseline as an engine: a fixed list of specs, proposed once.
+
+LTS compares its frontier with each backbone scaled only in depth (homogeneous layers,
+1..16). Measured through the same service as a search, the baseline's specs are one
+generation that finishes the engine once every one is told; `restore` works as for LTS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from archvocab.registry import ArchSpec, SearchSpace
+from search.lts import Candidate, LTSEngine
+
+
+class LayerScaledEngine(LTSEngine):
+    """Proposes `space.baseline(n)` for each depth in `layers`, in one generation."""
+
+    def __init__(self, space: SearchSpace, *, layers: Sequence[int], **kwargs: Any) -> None:
+        specs: dict[str, ArchSpec] = {}
+        for n_layer in layers:
+            spec = space.baseline(n_layer)  # type: ignore[attr-defined]
+            specs.setdefault(spec.arch_id, spec)
+        kwargs["max_evaluations"] = len(specs)
+        super().__init__(space, **kwargs)
+        self._fixed = list(specs.values())
+
+    def ask(self) -> list[Candidate]:
+        if self._finish_reason is not None or self._pending or self._generation >= 0:
+            return []
+        self._generation = 0
+        batch = [Candidate(spec, 0, self._score(spec)) for spec in self._fixed]
+        for candidate in batch:
+            self._add(candidate)
+        return batch

@@ -1,0 +1,129 @@
+"""`hwnas proxies validate`: the zero-cost proxies against every published ground-truth set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archvocab.errors import InvalidSpec
+from proxies.ground_truth import DATA_DIR, SETS, load_set
+from proxies.validate import top_k_common, validate
+
+needs_data = pytest.mark.skipif(
+    not DATA_DIR.is_dir(), reason=f"shared ground-truth data not found at {DATA_DIR}"
+)
+
+
+def test_top_k_common_counts_the_shared_best() -> None:
+    scores = [10.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]
+    ppl = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]  # best = lowest
+    assert top_k_common(scores, ppl, 0.2, lower_is_better=True) == 1.0
+    assert top_k_common(scores, ppl, 0.2, lower_is_better=False) == 0.0
+    assert top_k_common(scores, ppl[::-1], 0.3, lower_is_better=False) == 1.0
+    swapped = [2.0, 1.0, *ppl[2:]]
+    assert top_k_common(scores, swapped, 0.1, lower_is_better=True) == 0.0
+    assert top_k_common(scores, swapped, 0.2, lower_is_better=True) == 1.0
+
+
+@pytest.mark.parametrize("fraction", [0.0, -0.1, 1.5])
+def test_top_k_must_be_a_fraction(fraction: float) -> None:
+    with pytest.raises(InvalidSpec) as info:
+        top_k_common([1.0, 2.0], [1.0, 2.0], fraction, lower_is_better=True)
+    assert info.value.field == "top_k"
+
+
+# The published figures (../shared/data/README.md): decoder parameters vs valid perplexity.
+PUBLISHED_SPEARMAN = {
+    "lts/random_GPT2_wt103": -0.97,
+    "lts/random_GPT2_lm1b": -0.99,
+    "lts/random_TransXL_wt103": -0.97,
+    "lts/random_TransXL_lm1b": -0.999,
+    "lts/random_TransXL_wt103_homogeneous": -0.95,
+}
+
+
+@needs_data
+@pytest.mark.parametrize(("name", "published"), PUBLISHED_SPEARMAN.items())
+def test_decoder_params_rank_lts_models_as_published(name: str, published: float) -> None:
+    result = validate(load_set(name), "decoder_params")
+    assert result.spearman == pytest.approx(published, abs=0.01)
+    assert result.kendall < -0.8 and result.top_k_common >= 0.5
+
+
+@needs_data
+def test_parameter_count_ranks_the_bert_benchmark_by_glue() -> None:
+    data = load_set("tfnas/BERT_benchmark")
+    assert data.kind == "flexibert" and len(data.specs) == 500 and not data.lower_is_better
+    result = validate(data, "total_params")
+    # The authors' column (every model at hidden 256, feed-forward 1024) gives +0.454; each
+    # config's own count ranks GLUE a little better.
+    assert result.kendall > 0.454
+
+
+@needs_data
+def test_every_set_loads_as_specs_of_its_kind() -> None:
+    for name in SETS:
+        data = load_set(name)
+        assert len(data.specs) == len(data.targets) > 50
+        assert {spec.kind for spec in data.specs} == {data.kind}
+
+
+def test_unknown_and_missing_sets_are_named(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpec) as info:
+        load_set("nope")
+    assert "allowed: lts/random_GPT2_wt103" in info.value.message
+    with pytest.raises(InvalidSpec) as info:
+        load_set("tfnas/BERT_benchmark", data_dir=tmp_path)
+    assert str(tmp_path) in info.value.message
+
+
+@needs_data
+def test_the_command_prints_json_for_every_proxy_and_set() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hwnas", "proxies", "validate", "--json", "--set"]
+        + ["lts/random_GPT2_wt103", "--set", "nasbench-nlp/wikitext2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)["results"]
+    assert {(r["set"], r["proxy"]) for r in results} == {
+        (s, p)
+        for s in ("lts/random_GPT2_wt103", "nasbench-nlp/wikitext2")
+        for p in ("decoder_params", "total_params")
+    }
+    bad = subprocess.run(
+        [sys.executable, "-m", "hwnas", "proxies", "validate", "--proxy", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "allowed: decoder_params, total_params" in bad.stderr
+
+
+def test_low_cost_proxies_are_registered_by_cost_and_kind() -> None:
+    from proxies.registry import LOW_COST_PROXIES, PROXIES
+
+    assert {p.name for p in PROXIES.values() if p.cost == "zero"} == {
+        "decoder_params",
+        "total_params",
+    }
+    low = {p.name: p for p in PROXIES.values() if p.cost == "low"}
+    assert set(low) == set(LOW_COST_PROXIES)
+    assert all(p.kinds == ("gpt2", "transxl") for p in low.values())
+
+
+@needs_data
+def test_a_proxy_is_refused_on_a_set_of_a_kind_it_does_not_apply_to() -> None:
+    from proxies.validate import validate_many
+
+    with pytest.raises(InvalidSpec) as info:
+        validate_many(load_set("tfnas/BERT_benchmark"), ["decoder_params", "snip"])
+    assert info.value.field == "proxy"
+    assert "snip does not apply to space kind 'flexibert'" in info.value.message
+    assert "it applies to: gpt2, transxl" in info.value.message
