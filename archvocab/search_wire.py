@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from archvocab.errors import InvalidSpec
+from archvocab.proxy_catalog import PROXY_CATALOG, check_proxy_for_kind
 from archvocab.registry import get_kind, kind_names, parse_space
 from archvocab.wire import (
     HARDWARE_OBJECTIVES,
@@ -18,6 +19,7 @@ from archvocab.wire import (
     PROXY_OBJECTIVES,
     Failure,
     MeasurementSettings,
+    ProxyInputSettings,
     Strict,
 )
 
@@ -84,6 +86,10 @@ class SearchCreate(Strict):
     )
     device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
     measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
+    proxy_inputs: ProxyInputSettings = Field(
+        default_factory=ProxyInputSettings,
+        description="the minibatch of a low-cost proxy objective (computed by the agents)",
+    )
     budget: Budget = Field(default_factory=Budget)
     constraints: Constraints = Field(default_factory=Constraints)
     population: Population = Field(default_factory=Population)
@@ -133,7 +139,20 @@ class SearchCreate(Strict):
                 f"measurement.runtime {runtime!r} cannot measure space kind {kind.name!r}; "
                 f"allowed: {', '.join(kind.runtimes)}"
             )
+        reason = check_proxy_for_kind(self.proxy_objective, space.kind)
+        if reason is not None:
+            raise ValueError(f"objectives: {reason}")
         return self._check_strategy(space)
+
+    @property
+    def proxy_objective(self) -> str:
+        """The one proxy among the objectives (validation guarantees exactly one)."""
+        return next(name for name in self.objectives if name in PROXY_OBJECTIVES)
+
+    @property
+    def agent_proxies(self) -> list[str]:
+        """Objectives the agents compute: proxies that need the model built and run."""
+        return [n for n in self.objectives if n in PROXY_CATALOG and PROXY_CATALOG[n].cost != "zero"]
 
     def _check_strategy(self, space: Any) -> SearchCreate:
         if self.strategy == "lts":

@@ -12,13 +12,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PROXY_OBJECTIVES = ("decoder_params", "total_params")
+from archvocab.proxy_catalog import proxy_names
+
+PROXY_OBJECTIVES = proxy_names()
 HARDWARE_OBJECTIVES = ("latency_ms", "memory_mb")
 OBJECTIVES = PROXY_OBJECTIVES + HARDWARE_OBJECTIVES
 # Proxies are maximised (more decoder parameters predict lower perplexity); cost is minimised.
 OBJECTIVE_SENSE = {
-    "decoder_params": "max",
-    "total_params": "max",
+    **{name: "max" for name in PROXY_OBJECTIVES},
     "latency_ms": "min",
     "memory_mb": "min",
 }
@@ -168,7 +169,30 @@ class MeasurementResult(Strict):
     load_s: float = Field(0.0, ge=0, description="runtime load, e.g. ONNX Runtime session")
     total_s: float = Field(ge=0, description="the measuring process's whole time")
     provenance: Provenance
+    proxies: dict[str, float] = Field(
+        default_factory=dict, description="the low-cost proxies the job asked for, by name"
+    )
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+# -- data-dependent proxies ------------------------------------------------------------------
+class ProxyInputSettings(Strict):
+    """The seeded random-token minibatch low-cost proxies of a search are computed on."""
+
+    batch_size: int = Field(4, ge=1, le=256)
+    seq_len: int = Field(32, ge=2, le=4096)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    def key(self) -> str:
+        """Names the inputs beside a stored value (the format of proxies.inputs.ProxyInputs)."""
+        return f"random:{self.batch_size}x{self.seq_len}:seed{self.seed}"
+
+
+class ProxyRequest(Strict):
+    """Low-cost proxies an agent computes for the candidate it measures."""
+
+    names: list[str] = Field(max_length=64)
+    inputs: ProxyInputSettings = Field(default_factory=ProxyInputSettings)
 
 
 class Failure(Strict):
@@ -229,6 +253,9 @@ class JobLease(BaseModel):
     arch_id: str
     spec: dict[str, Any]
     settings: MeasurementSettings
+    proxies: ProxyRequest | None = Field(
+        None, description="low-cost proxies to compute too (in a process of their own)"
+    )
 
 
 class LeaseRef(Strict):

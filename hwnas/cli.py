@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--proxy", action="append", help="a proxy (repeatable); default: all")
     val.add_argument("--set", action="append", help="a set (repeatable); default: all")
     val.add_argument("--top-k", type=float, default=0.1, help="top fraction for the common ratio")
+    val.add_argument(
+        "--text",
+        help="data-dependent proxies read minibatches of this text file (default: random tokens)",
+    )
+    val.add_argument("--batch-size", type=int, default=4, help="minibatch rows (default 4)")
+    val.add_argument("--seq-len", type=int, default=32, help="minibatch tokens per row (32)")
+    val.add_argument("--seed", type=int, default=0, help="weights and batch seed (default 0)")
     val.add_argument("--json", action="store_true")
     return parser
 

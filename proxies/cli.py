@@ -32,7 +32,13 @@ def run(args: argparse.Namespace) -> int:
     if args.proxies_command == "validate":
         from proxies.validate_cli import validate_command
 
-        return validate_command(args.proxy, args.set, args.top_k, as_json=args.json)
+        return validate_command(
+            args.proxy,
+            args.set,
+            args.top_k,
+            as_json=args.json,
+            inputs=(args.text or "random", args.batch_size, args.seq_len, args.seed),
+        )
     if args.proxies_command != "correlate":
         print(f"hwnas proxies: unknown command {args.proxies_command!r}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from torch import nn
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec
+from proxies.inputs import ProxyInputs
 from proxies.lowcost_common import build_seeded, lm_batch
 from proxies.lowcost_function import jacob_cov, relu_log_det, synflow
 from proxies.lowcost_gradients import fisher, grad_norm, grasp, snip
@@ -50,17 +51,15 @@ LOW_COST: dict[str, LowCostProxy] = {
 }
 
 
-def score_spec(
-    name: str, spec: ArchSpec, *, batch_size: int = 4, seq_len: int = 32, seed: int = 0
-) -> float:
-    """Proxy `name` of `spec`'s model, weights and batch both drawn from `seed`."""
+def score_spec(name: str, spec: ArchSpec, inputs: ProxyInputs = ProxyInputs()) -> float:
+    """Proxy `name` of `spec`'s model, weights drawn from inputs.seed, on `inputs`' batch."""
     if name not in LOW_COST:
         raise InvalidSpec(
             "proxy", f"unknown low-cost proxy {name!r}; allowed: {', '.join(LOW_COST)}"
         )
-    model = _last_built(spec, seed)
-    inputs, targets = lm_batch(spec, batch_size, seq_len, seed)
-    return LOW_COST[name](model, inputs, targets, model.decoder_modules())  # type: ignore[operator]
+    model = _last_built(spec, inputs.seed)
+    batch, targets = lm_batch(spec, inputs)
+    return LOW_COST[name](model, batch, targets, model.decoder_modules())  # type: ignore[operator]
 
 
 _LAST: dict[tuple[str, int], nn.Module] = {}

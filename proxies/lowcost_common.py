@@ -21,26 +21,32 @@ from torch.nn import functional as F
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec, get_kind
+from proxies.inputs import RANDOM, ProxyInputs, token_batch
 
 # Kinds whose forward is "token ids -> log-probs over the next token".
 LM_KINDS = ("gpt2", "transxl")
 
 
 def lm_batch(
-    spec: ArchSpec, batch_size: int, seq_len: int, seed: int
+    spec: ArchSpec, inputs: ProxyInputs
 ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
-    """(model inputs, next-token targets) for a language-model kind, drawn from `seed`.
+    """(model inputs, next-token targets) for a language-model kind, drawn from inputs.seed.
 
     One sequence of seq_len + 1 tokens per row: the model reads the first seq_len, the
-    targets are the same row shifted by one.
+    targets are the same row shifted by one. Random tokens come from the kind's own
+    `example_inputs`, text from `proxies.inputs.token_batch`.
     """
     if spec.kind not in LM_KINDS:
         raise InvalidSpec(
             "kind", f"low-cost proxies need a language model; allowed: {', '.join(LM_KINDS)}"
         )
-    builder = get_kind(spec.kind).load_builder()
-    generator = torch.Generator().manual_seed(seed)
-    (tokens,) = builder.example_inputs(spec, batch_size, seq_len + 1, generator)
+    length = inputs.seq_len + 1
+    if inputs.source == RANDOM:
+        builder = get_kind(spec.kind).load_builder()
+        generator = torch.Generator().manual_seed(inputs.seed)
+        (tokens,) = builder.example_inputs(spec, inputs.batch_size, length, generator)
+    else:
+        tokens = token_batch(inputs, spec.vocab_size, length)
     return (tokens[:, :-1],), tokens[:, 1:]
 
 

@@ -1,20 +1,26 @@
-"""Proxies by name. A proxy maps a spec to a score where larger predicts a better model.
+"""Proxies by name: the implementations of `archvocab.proxy_catalog`'s names.
 
-Cost classes: "zero" proxies are analytic (no model built: the server computes them); "low"
-proxies build the model and run forward and backward passes on a seeded minibatch
-(`proxies.lowcost`, torch imported only when one is scored, never by this module).
+A proxy maps a spec (and, for data-dependent ones, a `ProxyInputs` minibatch) to a score
+where larger predicts a better model. Which names exist, their cost class and the kinds they
+apply to are declared in the catalogue (the wire validates searches against it); this module
+binds each name to its code. "low" proxies import torch when first scored, never here.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from archvocab.errors import InvalidSpec
+from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import ArchSpec
 from proxies import params
+from proxies.inputs import ProxyInputs
 
-# LTS section 3.1; defined in proxies.lowcost. Language-model kinds only (gpt2, transxl).
+Score = Callable[[ArchSpec, ProxyInputs], float]
+
+# LTS section 3.1; proxies.lowcost.
 LOW_COST_PROXIES = {
     "grad_norm": "sum of the decoder's gradient norms",
     "snip": "sum |w * dL/dw| over the decoder",
@@ -25,46 +31,71 @@ LOW_COST_PROXIES = {
     "relu_log_det": "log-determinant of the activation-code kernel",
 }
 
+ZERO_COST: dict[str, tuple[Callable[[ArchSpec], float], str]] = {
+    "decoder_params": (
+        params.decoder_params,
+        "attention + feed-forward + layer-norm parameters (LTS)",
+    ),
+    "total_params": (
+        params.total_params,
+        "all parameters, embeddings and output head included",
+    ),
+}
+
 
 @dataclass(frozen=True)
 class Proxy:
     name: str
     cost: str  # "zero": analytic, no model built; "low": forward and backward passes
-    score: Callable[[ArchSpec], float]
+    compute: Score
     description: str
     kinds: tuple[str, ...] | None = None  # the space kinds it applies to (None: all)
 
+    def score(self, spec: ArchSpec, inputs: ProxyInputs | None = None) -> float:
+        """The proxy of `spec`; data-dependent proxies read `inputs` (default: random)."""
+        if self.kinds is not None and spec.kind not in self.kinds:
+            raise InvalidSpec(
+                "proxy",
+                f"{self.name} does not apply to space kind {spec.kind!r}; "
+                f"it applies to: {', '.join(self.kinds)}",
+            )
+        return float(self.compute(spec, inputs or ProxyInputs()))
 
-def _low_cost(name: str) -> Callable[[ArchSpec], float]:
-    def score(spec: ArchSpec) -> float:
-        from proxies.lowcost import score_spec  # torch comes with it
 
-        return score_spec(name, spec)
+def _analytic(count: Callable[[ArchSpec], float]) -> Score:
+    def score(spec: ArchSpec, _inputs: ProxyInputs) -> float:
+        return float(count(spec))
 
     return score
 
 
-PROXIES: dict[str, Proxy] = {
-    p.name: p
-    for p in (
-        Proxy(
-            "decoder_params",
-            "zero",
-            params.decoder_params,
-            "attention + feed-forward + layer-norm parameters (LTS)",
-        ),
-        Proxy(
-            "total_params",
-            "zero",
-            params.total_params,
-            "all parameters, embeddings and output head included",
-        ),
-        *(
-            Proxy(name, "low", _low_cost(name), text, ("gpt2", "transxl"))
-            for name, text in LOW_COST_PROXIES.items()
-        ),
-    )
-}
+def _in_module(module: str, name: str) -> Score:
+    """`module.score_spec(name, spec, inputs)`, the module (and torch) imported on first use."""
+
+    def score(spec: ArchSpec, inputs: ProxyInputs) -> float:
+        return importlib.import_module(module).score_spec(name, spec, inputs)
+
+    return score
+
+
+def _implementation(name: str) -> tuple[Score, str]:
+    if name in ZERO_COST:
+        count, text = ZERO_COST[name]
+        return _analytic(count), text
+    if name in LOW_COST_PROXIES:
+        return _in_module("proxies.lowcost", name), LOW_COST_PROXIES[name]
+    raise LookupError(f"proxy {name!r} is in archvocab.proxy_catalog but has no implementation")
+
+
+def _build() -> dict[str, Proxy]:
+    out = {}
+    for name, entry in PROXY_CATALOG.items():
+        compute, text = _implementation(name)
+        out[name] = Proxy(name, entry.cost, compute, text, entry.kinds)
+    return out
+
+
+PROXIES: dict[str, Proxy] = _build()
 
 
 def get_proxy(name: str) -> Proxy:

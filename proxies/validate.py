@@ -15,6 +15,7 @@ from typing import Any
 
 from archvocab.errors import InvalidSpec
 from proxies.ground_truth import GroundTruthSet
+from proxies.inputs import ProxyInputs
 from proxies.registry import get_proxy
 
 
@@ -56,7 +57,10 @@ def validate(data: GroundTruthSet, proxy_name: str, top_k: float = 0.1) -> Valid
 
 
 def validate_many(
-    data: GroundTruthSet, proxy_names: Sequence[str], top_k: float = 0.1
+    data: GroundTruthSet,
+    proxy_names: Sequence[str],
+    top_k: float = 0.1,
+    inputs: ProxyInputs | None = None,
 ) -> list[Validation]:
     """`validate` for several proxies, scoring architecture by architecture: low-cost proxies
     then build each model once for all of them."""
@@ -75,7 +79,7 @@ def validate_many(
     for spec in data.specs:
         for proxy in proxies:
             start = time.perf_counter()
-            scores[proxy.name].append(float(proxy.score(spec)))
+            scores[proxy.name].append(proxy.score(spec, inputs))
             seconds[proxy.name] += time.perf_counter() - start
     return [_compare(data, name, scores[name], seconds[name], top_k) for name in scores]
 

@@ -8,6 +8,7 @@ import sys
 
 from archvocab.errors import InvalidSpec
 from proxies.ground_truth import SETS, load_set
+from proxies.inputs import ProxyInputs
 from proxies.registry import PROXIES, get_proxy
 from proxies.validate import Validation, validate_many
 
@@ -15,13 +16,19 @@ HEADERS = ("set", "models", "proxy", "target", "Spearman", "Kendall", "top-k com
 
 
 def validate_command(
-    proxies: list[str] | None, sets: list[str] | None, top_k: float, as_json: bool = False
+    proxies: list[str] | None,
+    sets: list[str] | None,
+    top_k: float,
+    as_json: bool = False,
+    inputs: tuple[str, int, int, int] = ("random", 4, 32, 0),
 ) -> int:
     """Print the validation of `proxies` (default: the zero-cost ones) on `sets` (default
-    all); a proxy is skipped, with a note, on sets of kinds it does not apply to. 2 on bad
+    all); a proxy is skipped, with a note, on sets of kinds it does not apply to.
+    `inputs` is (source, batch_size, seq_len, seed) of data-dependent proxies. 2 on bad
     input."""
     zero_cost = [p.name for p in PROXIES.values() if p.cost == "zero"]
     try:
+        batch = ProxyInputs(*inputs)
         chosen = [get_proxy(p) for p in proxies or zero_cost]
         loaded = [load_set(s) for s in sets or list(SETS)]
         results = []
@@ -31,7 +38,7 @@ def validate_command(
             if skipped:
                 print(f"{data.name}: {', '.join(skipped)} not for {data.kind}", file=sys.stderr)
             if names:
-                results += validate_many(data, names, top_k)
+                results += validate_many(data, names, top_k, batch)
     except InvalidSpec as exc:
         print(f"hwnas proxies validate: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ from archvocab.spec import GPT2Spec
 from archvocab.transxl import TransXLSpec
 
 torch = pytest.importorskip("torch", reason="low-cost proxies run the model")
+from proxies.inputs import ProxyInputs  # noqa: E402
 from proxies.lowcost import (  # noqa: E402
     LOW_COST,
     build_seeded,
@@ -59,18 +60,18 @@ def transxl() -> TransXLSpec:
 
 def scored(name: str, spec, seed: int = 0):  # type: ignore[no-untyped-def]
     model = build_seeded(spec, seed)
-    inputs, targets = lm_batch(spec, BATCH, SEQ, seed)
+    inputs, targets = lm_batch(spec, ProxyInputs(batch_size=BATCH, seq_len=SEQ, seed=seed))
     return model, LOW_COST[name](model, inputs, targets, model.decoder_modules())
 
 
 @pytest.mark.parametrize("name", list(LOW_COST))
 def test_proxy_is_finite_and_reproducible(name: str) -> None:
-    first = score_spec(name, gpt2(), batch_size=BATCH, seq_len=SEQ, seed=3)
-    again = score_spec(name, gpt2(), batch_size=BATCH, seq_len=SEQ, seed=3)
+    first = score_spec(name, gpt2(), ProxyInputs(batch_size=BATCH, seq_len=SEQ, seed=3))
+    again = score_spec(name, gpt2(), ProxyInputs(batch_size=BATCH, seq_len=SEQ, seed=3))
     assert isinstance(first, float) and math.isfinite(first)
     assert first == again
     # Another seed draws other weights and tokens: a proxy that ignores them cannot pass.
-    assert score_spec(name, gpt2(), batch_size=BATCH, seq_len=SEQ, seed=4) != first
+    assert score_spec(name, gpt2(), ProxyInputs(batch_size=BATCH, seq_len=SEQ, seed=4)) != first
 
 
 @pytest.mark.parametrize("name", list(LOW_COST))
@@ -78,7 +79,7 @@ def test_proxy_leaves_the_model_as_it_was(name: str) -> None:
     model = build_seeded(gpt2(), 0)
     model.train()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    inputs, targets = lm_batch(gpt2(), BATCH, SEQ, 0)
+    inputs, targets = lm_batch(gpt2(), ProxyInputs(batch_size=BATCH, seq_len=SEQ))
     first = LOW_COST[name](model, inputs, targets, model.decoder_modules())
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
@@ -96,10 +97,26 @@ def test_proxy_runs_on_transformer_xl(name: str) -> None:
 
 
 def test_lm_batch_targets_are_the_next_tokens() -> None:
-    (inputs,), targets = lm_batch(gpt2(), BATCH, SEQ, seed=7)
+    batch = ProxyInputs(batch_size=BATCH, seq_len=SEQ, seed=7)
+    (inputs,), targets = lm_batch(gpt2(), batch)
     assert inputs.shape == targets.shape == (BATCH, SEQ)
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
-    (again,), _ = lm_batch(gpt2(), BATCH, SEQ, seed=7)
+    (again,), _ = lm_batch(gpt2(), batch)
+    assert torch.equal(inputs, again)
+
+
+def test_lm_batch_reads_text(tmp_path) -> None:
+    text = tmp_path / "corpus.txt"
+    text.write_text("the cat sat on the mat\nthe dog sat\n")
+    batch = ProxyInputs(source=str(text), batch_size=3, seq_len=4, seed=1)
+    (inputs,), targets = lm_batch(gpt2(), batch)
+    assert inputs.shape == targets.shape == (3, 4)
+    # Ids by frequency, ties alphabetical: the 0, <eos> 1, sat 2, cat 3, dog 4, mat 5, on 6.
+    stream = [0, 3, 2, 6, 0, 5, 1, 0, 4, 2, 1]
+    for row_in, row_target in zip(inputs.tolist(), targets.tolist()):
+        joined = row_in + row_target[-1:]
+        assert any(stream[s : s + 5] == joined for s in range(len(stream) - 4))
+    (again,), _ = lm_batch(gpt2(), batch)
     assert torch.equal(inputs, again)
 
 
@@ -108,7 +125,7 @@ def test_lm_batch_refuses_a_kind_that_is_no_language_model() -> None:
         kind = "nasbench_nlp"
 
     with pytest.raises(InvalidSpec, match="allowed: gpt2, transxl"):
-        lm_batch(Cell(), BATCH, SEQ, seed=0)  # type: ignore[arg-type]
+        lm_batch(Cell(), ProxyInputs(batch_size=BATCH, seq_len=SEQ))  # type: ignore[arg-type]
 
 
 def test_unknown_proxy_lists_the_valid_names() -> None:
@@ -132,7 +149,7 @@ def _reference_snip(model, inputs, targets, modules) -> float:  # type: ignore[n
 
 def test_snip_sums_over_the_decoder_only() -> None:
     model = build_seeded(gpt2(), 0)
-    inputs, targets = lm_batch(gpt2(), BATCH, SEQ, 0)
+    inputs, targets = lm_batch(gpt2(), ProxyInputs(batch_size=BATCH, seq_len=SEQ))
     decoder = model.decoder_modules()
     value = snip(model, inputs, targets, decoder)
     assert value == pytest.approx(_reference_snip(model, inputs, targets, decoder), rel=1e-6)
@@ -144,7 +161,7 @@ def test_snip_sums_over_the_decoder_only() -> None:
 @pytest.mark.parametrize("proxy", [grad_norm, snip])
 def test_additive_proxies_add_up_over_decoder_modules(proxy) -> None:  # type: ignore[no-untyped-def]
     model = build_seeded(gpt2(), 1)
-    inputs, targets = lm_batch(gpt2(), BATCH, SEQ, 1)
+    inputs, targets = lm_batch(gpt2(), ProxyInputs(batch_size=BATCH, seq_len=SEQ, seed=1))
     decoder = model.decoder_modules()
     parts = [proxy(model, inputs, targets, [module]) for module in decoder]
     assert proxy(model, inputs, targets, decoder) == pytest.approx(sum(parts), rel=1e-9)
@@ -158,7 +175,7 @@ def test_frozen_embedding_and_head_change_nothing(name: str) -> None:
     for module in (model.embed, model.pos, model.head):
         for p in module.parameters():
             p.requires_grad_(False)
-    inputs, targets = lm_batch(gpt2(), BATCH, SEQ, 2)
+    inputs, targets = lm_batch(gpt2(), ProxyInputs(batch_size=BATCH, seq_len=SEQ, seed=2))
     assert LOW_COST[name](model, inputs, targets, model.decoder_modules()) == pytest.approx(
         value, rel=1e-9
     )
@@ -166,7 +183,7 @@ def test_frozen_embedding_and_head_change_nothing(name: str) -> None:
 
 def test_jacob_cov_needs_two_examples() -> None:
     model = build_seeded(gpt2(), 0)
-    inputs, targets = lm_batch(gpt2(), 1, SEQ, 0)
+    inputs, targets = lm_batch(gpt2(), ProxyInputs(batch_size=1, seq_len=SEQ))
     with pytest.raises(ValueError, match="at least two"):
         jacob_cov(model, inputs, targets, model.decoder_modules())
 
@@ -200,6 +217,6 @@ def test_snip_ranks_the_smallest_published_transformer_xls() -> None:
     except InvalidSpec as exc:  # the shared data is not on every machine
         pytest.skip(str(exc))
     smallest = sorted(zip(truth.specs, truth.targets), key=lambda p: p[0].total_params())[:10]
-    scores = [score_spec("snip", spec, batch_size=2, seq_len=32, seed=0) for spec, _ in smallest]
+    scores = [score_spec("snip", spec, ProxyInputs(batch_size=2, seq_len=32)) for spec, _ in smallest]
     rho, _ = spearman(scores, [ppl for _, ppl in smallest])
     assert rho < -0.8  # higher snip, lower perplexity
