@@ -29,7 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from agent.failures import classify_exception, parse_job_spec
-from archvocab.wire import MeasurementSettings
+from archvocab.wire import MeasurementSettings, ProxyRequest
 
 # TEST HOOK, not a feature: tests set this in the agent's environment to make the measuring
 # process fail in a chosen way. The agent reads it and sends it with the job: a forked child
@@ -85,6 +85,11 @@ def _step(job: dict[str, Any], settings: MeasurementSettings, started: float) ->
         inject_fault(job.get("fault"))
         result = measure_spec(spec, settings, started=started)
         return {"measurement": result.model_dump(mode="json")}
+    if step == "proxies":
+        from agent.proxy_values import compute_proxies
+
+        request = ProxyRequest.model_validate(job["proxies"])
+        return {"proxies": compute_proxies(spec, request)}
     from agent import onnx_backend  # written separately; only ORT jobs need it
 
     if step == "export_onnx":
@@ -93,7 +98,7 @@ def _step(job: dict[str, Any], settings: MeasurementSettings, started: float) ->
     if step == "measure_onnx":
         result = onnx_backend.measure_onnx(job["path"], spec, settings, float(job["build_s"]))
         return {"measurement": result.model_dump(mode="json")}
-    raise ValueError(f"unknown step {step!r}; allowed: torch, export_onnx, measure_onnx")
+    raise ValueError(f"unknown step {step!r}; allowed: torch, export_onnx, measure_onnx, proxies")
 
 
 def run_job(job: dict[str, Any], *, watchdog: bool = False) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from agent.child import FAULT_ENV
 from agent.failures import classify_exception, parse_job_spec, short
 from agent.launch import CancelFlag, Ended, run_forked, run_subprocess
 from archvocab.errors import InvalidSpec
-from archvocab.wire import Failure, MeasurementResult, MeasurementSettings
+from archvocab.wire import Failure, MeasurementResult, MeasurementSettings, ProxyRequest
 
 __all__ = ["CancelFlag", "MeasurementCancelled", "measure_candidate"]
 
@@ -48,9 +48,12 @@ def measure_candidate(
     settings: MeasurementSettings,
     *,
     cancel: CancelFlag | None = None,
+    proxies: ProxyRequest | None = None,
 ) -> MeasurementResult | Failure:
     """Build and measure `spec` in fresh processes; a MeasurementResult or a typed Failure.
 
+    `proxies` (low-cost proxies the search optimises) are computed after the measurement in
+    one more fresh process, under the same deadline; the result carries them.
     Raises MeasurementCancelled if `cancel` is set before the measurement finishes.
     """
     try:
@@ -65,10 +68,47 @@ def measure_candidate(
     }
     try:
         if settings.runtime == "onnxruntime":
-            return _onnx(job, settings, deadline, cancel)
-        return _outcome(run_forked({**job, "step": "torch"}, deadline, cancel), settings)
+            outcome = _onnx(job, settings, deadline, cancel)
+        else:
+            outcome = _outcome(run_forked({**job, "step": "torch"}, deadline, cancel), settings)
+        if isinstance(outcome, MeasurementResult) and proxies is not None and proxies.names:
+            return _with_proxies(outcome, job, proxies, settings, deadline, cancel)
+        return outcome
     except OSError as exc:
         return Failure(kind="error", message=short(f"could not start the measuring process: {exc}"))
+
+
+def _with_proxies(
+    measured: MeasurementResult,
+    job: dict[str, Any],
+    proxies: ProxyRequest,
+    settings: MeasurementSettings,
+    deadline: float,
+    cancel: CancelFlag | None,
+) -> MeasurementResult | Failure:
+    started = time.monotonic()
+    request = {**job, "step": "proxies", "proxies": proxies.model_dump(mode="json")}
+    ended = run_forked(request, deadline, cancel)
+    answer = ended.answer or {}
+    if ended.status != "done" or "proxies" not in answer:
+        outcome = _outcome(ended, settings)
+        if isinstance(outcome, Failure):
+            names = ", ".join(proxies.names)
+            outcome.message = short(f"computing proxies {names}: {outcome.message}")
+            return outcome
+        return Failure(kind="error", message="the proxies process answered no proxies")
+    details = {**measured.details, "proxies_s": time.monotonic() - started}
+    try:  # validated again: a proxy can overflow to inf or come out NaN
+        return MeasurementResult.model_validate(
+            {
+                **measured.model_dump(),
+                "proxies": answer["proxies"],
+                "proxy_inputs": proxies.inputs.key(),
+                "details": details,
+            }
+        )
+    except ValidationError as exc:
+        return Failure(kind="error", message=short(f"proxy values unusable: {exc}"))
 
 
 def _onnx(

@@ -13,8 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 import httpx
 
@@ -29,7 +28,6 @@ from archvocab.wire import (
     JobResult,
     LeaseRef,
     MeasurementResult,
-    MeasurementSettings,
 )
 
 logger = logging.getLogger(__name__)
@@ -195,7 +193,7 @@ class Worker:
         )
         beats.start()
         try:
-            outcome = self._measure(lease.spec, lease.settings, beats.cancel)
+            outcome = self._measure(lease, beats.cancel)
         finally:
             beats.finish()
         if outcome is None:
@@ -212,11 +210,11 @@ class Worker:
         interval = self.info.heartbeat_interval_s if self.info else lease.lease_seconds / 3
         return max(0.05, min(interval, lease.lease_seconds / 2))
 
-    def _measure(
-        self, spec: Mapping[str, Any], settings: MeasurementSettings, cancel: CancelFlag
-    ) -> MeasurementResult | Failure | None:
+    def _measure(self, lease: JobLease, cancel: CancelFlag) -> MeasurementResult | Failure | None:
+        # Only jobs that ask for proxies pass them: a plain `measure` need not know of them.
+        extra = {"proxies": lease.proxies} if lease.proxies is not None else {}
         try:
-            return self.measure(spec, settings, cancel=cancel)
+            return self.measure(lease.spec, lease.settings, cancel=cancel, **extra)
         except MeasurementCancelled:
             return None
         except Exception as exc:  # a bug measuring one job must not end the agent

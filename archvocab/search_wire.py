@@ -152,7 +152,8 @@ class SearchCreate(Strict):
     @property
     def agent_proxies(self) -> list[str]:
         """Objectives the agents compute: proxies that need the model built and run."""
-        return [n for n in self.objectives if n in PROXY_CATALOG and PROXY_CATALOG[n].cost != "zero"]
+        catalog = PROXY_CATALOG
+        return [n for n in self.objectives if n in catalog and catalog[n].cost != "zero"]
 
     def _check_strategy(self, space: Any) -> SearchCreate:
         if self.strategy == "lts":

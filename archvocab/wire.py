@@ -172,6 +172,9 @@ class MeasurementResult(Strict):
     proxies: dict[str, float] = Field(
         default_factory=dict, description="the low-cost proxies the job asked for, by name"
     )
+    proxy_inputs: str | None = Field(
+        None, max_length=200, description="ProxyInputSettings.key() of the proxies' minibatch"
+    )
     details: dict[str, Any] = Field(default_factory=dict)
 
 

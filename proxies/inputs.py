@@ -50,6 +50,9 @@ class ProxyInputs:
         return f"{source}:{self.batch_size}x{self.seq_len}:seed{self.seed}"
 
 
+DEFAULT_INPUTS = ProxyInputs()
+
+
 def token_batch(inputs: ProxyInputs, vocab_size: int, length: int | None = None) -> torch.Tensor:
     """(batch_size, length or seq_len) token ids below `vocab_size`, drawn from inputs.seed."""
     import torch

@@ -16,7 +16,7 @@ from torch import nn
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec
-from proxies.inputs import ProxyInputs
+from proxies.inputs import DEFAULT_INPUTS, ProxyInputs
 from proxies.lowcost_common import build_seeded, lm_batch
 from proxies.lowcost_function import jacob_cov, relu_log_det, synflow
 from proxies.lowcost_gradients import fisher, grad_norm, grasp, snip
@@ -51,7 +51,7 @@ LOW_COST: dict[str, LowCostProxy] = {
 }
 
 
-def score_spec(name: str, spec: ArchSpec, inputs: ProxyInputs = ProxyInputs()) -> float:
+def score_spec(name: str, spec: ArchSpec, inputs: ProxyInputs = DEFAULT_INPUTS) -> float:
     """Proxy `name` of `spec`'s model, weights drawn from inputs.seed, on `inputs`' batch."""
     if name not in LOW_COST:
         raise InvalidSpec(

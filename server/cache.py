@@ -37,9 +37,15 @@ def settings_key(search: SearchRow) -> str:
 def find_cached(
     session: Session, search: SearchRow, arch_ids: list[str]
 ) -> dict[str, MeasurementRow]:
-    """arch id -> the latest reusable measurement for this search's devices and settings."""
+    """arch id -> the latest reusable measurement for this search's devices and settings.
+
+    A search whose proxy objective the agents compute reuses only measurements that carry
+    that proxy on the same minibatch (otherwise it is measured, and computed, again).
+    """
     if not arch_ids:
         return {}
+    request = SearchCreate.model_validate(search.request)
+    needed, inputs_key = request.agent_proxies, request.proxy_inputs.key()
     devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == search.device_class)
     rows = session.scalars(
         select(MeasurementRow)
@@ -51,7 +57,15 @@ def find_cached(
         )
         .order_by(MeasurementRow.id)
     )
-    return {row.arch_id: row for row in rows}  # later rows win: the latest measurement
+    usable = [r for r in rows if _has_proxies(r.result, needed, inputs_key)]
+    return {row.arch_id: row for row in usable}  # later rows win: the latest measurement
+
+
+def _has_proxies(result: dict[str, Any], names: list[str], inputs_key: str) -> bool:
+    if not names:
+        return True
+    values = result.get("proxies") or {}
+    return result.get("proxy_inputs") == inputs_key and all(n in values for n in names)
 
 
 def new_measurement(

@@ -29,7 +29,13 @@ def measured_values(row: CandidateRow) -> dict[str, float] | None:
     """Objective values the engine is told for a finished candidate (None: it failed)."""
     if row.status != "measured" or row.measurement is None:
         return None
-    return {"latency_ms": row.measurement.latency_ms, "memory_mb": row.measurement.peak_memory_mb}
+    m = row.measurement
+    # Low-cost proxies come with the measurement: the agent computed them (agent.proxy_values).
+    return {
+        **m.result.get("proxies", {}),
+        "latency_ms": m.latency_ms,
+        "memory_mb": m.peak_memory_mb,
+    }
 
 
 def _engine_kwargs(request: SearchCreate) -> dict:

@@ -12,6 +12,7 @@ from server.db import CandidateRow
 def objective_values(row: CandidateRow) -> dict[str, float | None]:
     m = row.measurement
     return {
+        **(m.result.get("proxies", {}) if m else {}),  # low-cost proxies the agent computed
         "decoder_params": float(row.architecture.decoder_params),
         "total_params": float(row.architecture.total_params),
         "latency_ms": m.latency_ms if m else None,

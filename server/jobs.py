@@ -17,10 +17,13 @@ from archvocab.wire import (
     AgentRegistration,
     AgentView,
     DeviceFingerprint,
+    Failure,
     JobLease,
     JobResult,
     LeaseRef,
     LeaseStatus,
+    ProxyRequest,
+    SearchCreate,
 )
 from server.cache import fingerprint_key, new_measurement
 from server.db import AgentRow, CandidateRow, SearchRow
@@ -147,7 +150,10 @@ def _lease(
 ) -> JobLease:
     row = session.get(CandidateRow, job_id, populate_existing=True)
     search = session.get(SearchRow, row.search_id)
+    request = SearchCreate.model_validate(search.request)
+    names = request.agent_proxies
     return JobLease(
+        proxies=ProxyRequest(names=names, inputs=request.proxy_inputs) if names else None,
         job_id=job_id,
         lease_id=lease_id,
         lease_expires_at=as_utc(expires),
@@ -183,6 +189,25 @@ def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
         return LeaseStatus(job_id=job_id, lease_expires_at=as_utc(row.lease_expires_at))
 
 
+def _missing_proxies(search: SearchRow, result: JobResult) -> str | None:
+    """Why a measurement lacks the proxy values its search needs, or None."""
+    if result.measurement is None:
+        return None
+    request = SearchCreate.model_validate(search.request)
+    names = request.agent_proxies
+    measured = result.measurement
+    lacking = [n for n in names if n not in measured.proxies]
+    if lacking:
+        lacks = ", ".join(lacking)
+        return f"the agent reported no value for proxy {lacks}, which this search needs"
+    if names and measured.proxy_inputs != request.proxy_inputs.key():
+        return (
+            f"proxy values computed on {measured.proxy_inputs!r}, "
+            f"not the search's {request.proxy_inputs.key()!r}"
+        )
+    return None
+
+
 def submit_result(store: Store, job_id: int, result: JobResult) -> None:
     with store.write() as session:
         now = store.now()
@@ -192,6 +217,13 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
         # Load (or rebuild) the engine before this row changes, so it replays the job as pending.
         engine = store.engines.get(session, search) if search.status == "running" else None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
+        missing = _missing_proxies(search, result)
+        if missing:  # an agent that cannot compute the search's proxy objective
+            result = JobResult(
+                agent_id=result.agent_id,
+                lease_id=result.lease_id,
+                failure=Failure(kind="error", message=missing),
+            )
         if result.measurement is not None:
             row.status = "measured"
             row.measurement = new_measurement(

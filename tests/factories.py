@@ -137,8 +137,12 @@ def dominates(a: list[float], b: list[float]) -> bool:
 
 
 def minimised(point: dict[str, Any], objectives: list[str]) -> list[float]:
-    signs = {"decoder_params": -1.0, "total_params": -1.0, "latency_ms": 1.0, "memory_mb": 1.0}
-    return [signs[o] * point["objectives"][o] for o in objectives]
+    from archvocab.wire import OBJECTIVE_SENSE
+
+    return [
+        (-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0) * point["objectives"][o]
+        for o in objectives
+    ]
 
 
 def register(

@@ -1,6 +1,7 @@
 """Dependency direction: import each package in a fresh interpreter and look at sys.modules.
 
-server -> search, proxies, archvocab; agent -> archvocab; search, proxies -> archvocab;
+server -> search, proxies, archvocab; agent -> archvocab (and, inside the process that computes
+a job's low-cost proxies only, proxies: agent.proxy_values); search, proxies -> archvocab;
 archvocab -> nothing of ours (its torch builder, archvocab.build, is imported on demand).
 An edge device installs only the agent extra, so the agent must never pull in the server
 stack (FastAPI, SQLAlchemy, pymoo) or the search/proxy libraries.
