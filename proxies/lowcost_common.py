@@ -27,9 +27,7 @@ from proxies.inputs import RANDOM, ProxyInputs, token_batch
 LM_KINDS = ("gpt2", "transxl")
 
 
-def lm_batch(
-    spec: ArchSpec, inputs: ProxyInputs
-) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+def lm_batch(spec: ArchSpec, inputs: ProxyInputs) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
     """(model inputs, next-token targets) for a language-model kind, drawn from inputs.seed.
 
     One sequence of seq_len + 1 tokens per row: the model reads the first seq_len, the
