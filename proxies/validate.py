@@ -8,12 +8,14 @@ the target's best (lowest perplexity or loss, highest accuracy), so 1.0 is perfe
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from archvocab.errors import InvalidSpec
+from proxies.agreement import agreement
 from proxies.ground_truth import GroundTruthSet
 from proxies.inputs import ProxyInputs
 from proxies.registry import get_proxy
@@ -34,21 +36,6 @@ class Validation:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def top_k_common(
-    scores: Sequence[float], targets: Sequence[float], fraction: float, lower_is_better: bool
-) -> float:
-    """LTS's common ratio: the share of the proxy's top `fraction` of models that are also in
-    the target's top `fraction` (ties broken by position)."""
-    if not 0 < fraction <= 1:
-        raise InvalidSpec("top_k", f"must be in (0, 1], got {fraction!r}")
-    k = max(1, round(fraction * len(scores)))
-    order = range(len(scores))
-    by_proxy = sorted(order, key=lambda i: -scores[i])[:k]
-    sign = 1.0 if lower_is_better else -1.0
-    by_target = sorted(order, key=lambda i: sign * targets[i])[:k]
-    return len(set(by_proxy) & set(by_target)) / k
 
 
 def validate(data: GroundTruthSet, proxy_name: str, top_k: float = 0.1) -> Validation:
@@ -87,17 +74,16 @@ def validate_many(
 def _compare(
     data: GroundTruthSet, name: str, scores: list[float], seconds: float, top_k: float
 ) -> Validation:
-    from scipy import stats  # about a second to import: paid only when validating
-
+    agreed = agreement(scores, data.targets, top_k, data.lower_is_better)
     return Validation(
         set=data.name,
         kind=data.kind,
         models=len(scores),
         proxy=name,
         target=data.target,
-        spearman=float(stats.spearmanr(scores, data.targets).statistic),
-        kendall=float(stats.kendalltau(scores, data.targets).statistic),
+        spearman=math.nan if agreed.spearman is None else agreed.spearman,
+        kendall=math.nan if agreed.kendall is None else agreed.kendall,
         top_k=top_k,
-        top_k_common=top_k_common(scores, data.targets, top_k, data.lower_is_better),
+        top_k_common=agreed.top_k_common,
         ms_per_arch=seconds * 1000 / len(scores),
     )

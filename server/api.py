@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
+from archvocab.proxy_wire import ProxyCheck, ProxyCheckResult, ProxyInfo
 from archvocab.search_wire import SpaceKindInfo, SpecCheck, SpecChecked
 from archvocab.wire import (
     AgentInfo,
@@ -22,7 +23,7 @@ from archvocab.wire import (
     SearchInfo,
     SearchReport,
 )
-from server import jobs, report, searches, spaces
+from server import jobs, proxy_check, report, searches, spaces
 from server.store import Store
 from server.views import frontier_csv
 
@@ -53,6 +54,19 @@ def list_spaces() -> list[SpaceKindInfo]:
 def check_spec(body: SpecCheck) -> SpecChecked:
     """Whether a spec is valid and a member of a space; 422 names the field and the reason."""
     return spaces.check_spec(body)
+
+
+@router.get("/proxies", response_model=list[ProxyInfo])
+def list_proxies() -> list[ProxyInfo]:
+    """Every proxy a search may optimise: cost class, the kinds it applies to."""
+    return proxy_check.list_proxies()
+
+
+@router.post("/proxies/check", response_model=ProxyCheckResult)
+def check_proxies(body: ProxyCheck, request: Request) -> ProxyCheckResult:
+    """Each proxy's rank agreement with trained results of architectures hwnas has seen."""
+    with _store(request).read() as session:
+        return proxy_check.check_proxies(session, body)
 
 
 @router.post("/baselines", status_code=201, response_model=SearchInfo)

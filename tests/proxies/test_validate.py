@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from archvocab.errors import InvalidSpec
+from proxies.agreement import top_k_common
 from proxies.ground_truth import DATA_DIR, SETS, load_set
-from proxies.validate import top_k_common, validate
+from proxies.validate import validate
 
 needs_data = pytest.mark.skipif(
     not DATA_DIR.is_dir(), reason=f"shared ground-truth data not found at {DATA_DIR}"
