@@ -39,6 +39,7 @@ PROXY_CATALOG: dict[str, ProxyEntry] = {
     e.name: e
     for e in (
         *_entries("zero", ALL_KINDS, "decoder_params", "total_params"),
+        *_entries("zero", DECODERS, "flops"),
         # LTS section 3.1, on the decoder of a language model.
         *_entries(
             "low",

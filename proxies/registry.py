@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from archvocab.errors import InvalidSpec
 from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import ArchSpec
-from proxies import params
+from proxies import flops, params
 from proxies.inputs import ProxyInputs
 
 Score = Callable[[ArchSpec, ProxyInputs], float]
@@ -39,6 +39,11 @@ ZERO_COST: dict[str, tuple[Callable[[ArchSpec], float], str]] = {
     "total_params": (
         params.total_params,
         "all parameters, embeddings and output head included",
+    ),
+    "flops": (
+        flops.flops,
+        f"2 x multiply-accumulates of the decoder's matrix products over "
+        f"{flops.REFERENCE_TOKENS} tokens",
     ),
 }
 

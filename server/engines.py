@@ -11,17 +11,18 @@ from sqlalchemy.orm import Session
 
 from archvocab.registry import ArchSpec, parse_space, parse_spec
 from archvocab.wire import SearchCreate
-from proxies.params import decoder_params, total_params
+from proxies.registry import PROXIES
 from search.baseline import LayerScaledEngine
 from search.lts import PENDING, Candidate, LTSEngine
 from server.db import CandidateRow, SearchRow
 
 
 def score(spec: ArchSpec) -> dict[str, float]:
-    """The zero-cost proxies every candidate carries."""
+    """The zero-cost proxies of a candidate: those that apply to its kind (all analytic)."""
     return {
-        "decoder_params": float(decoder_params(spec)),
-        "total_params": float(total_params(spec)),
+        p.name: p.score(spec)
+        for p in PROXIES.values()
+        if p.cost == "zero" and (p.kinds is None or spec.kind in p.kinds)
     }
 
 

@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from archvocab.proxy_catalog import PROXY_CATALOG
+from archvocab.registry import parse_spec
 from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
+from proxies.registry import get_proxy
 from search.pareto import non_dominated_mask
 from server.db import CandidateRow
 
+STORED = ("decoder_params", "total_params")  # columns of ArchitectureRow
 
-def objective_values(row: CandidateRow) -> dict[str, float | None]:
+
+def objective_values(row: CandidateRow, request: SearchCreate) -> dict[str, float | None]:
+    """Parameter counts, the search's proxy objective and the measured costs of a row."""
     m = row.measurement
-    return {
+    values: dict[str, float | None] = {
         **(m.result.get("proxies", {}) if m else {}),  # low-cost proxies the agent computed
         "decoder_params": float(row.architecture.decoder_params),
         "total_params": float(row.architecture.total_params),
         "latency_ms": m.latency_ms if m else None,
         "memory_mb": m.peak_memory_mb if m else None,
     }
+    proxy = request.proxy_objective
+    if proxy not in values and PROXY_CATALOG[proxy].cost == "zero":  # analytic, e.g. flops
+        values[proxy] = get_proxy(proxy).score(parse_spec(row.architecture.spec))
+    return values
 
 
 def is_feasible(row: CandidateRow, request: SearchCreate) -> bool | None:
@@ -37,6 +47,7 @@ def frontier_ids(rows: list[CandidateRow], request: SearchCreate) -> set[int]:
     if not pool:
         return set()
     signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in request.objectives])
-    points = np.array([[objective_values(r)[o] for o in request.objectives] for r in pool]) * signs
+    values = [objective_values(r, request) for r in pool]
+    points = np.array([[v[o] for o in request.objectives] for v in values]) * signs
     mask = non_dominated_mask(points)
     return {r.id for r, keep in zip(pool, mask) if keep}

@@ -40,7 +40,7 @@ def candidate_info(row: CandidateRow, request: SearchCreate, on_frontier: bool) 
         generation=row.generation,
         status=row.status,
         spec=row.architecture.spec,
-        objectives=objective_values(row),
+        objectives=objective_values(row, request),
         feasible=is_feasible(row, request),
         on_frontier=on_frontier,
         reused=bool(row.reused),
@@ -75,8 +75,8 @@ def best_so_far(rows: list[CandidateRow], request: SearchCreate) -> list[Objecti
         if not pool:
             continue
         pick = max if sense == "max" else min
-        row = pick(pool, key=lambda r: objective_values(r)[objective])
-        value = objective_values(row)[objective]
+        row = pick(pool, key=lambda r: objective_values(r, request)[objective])
+        value = objective_values(row, request)[objective]
         out.append(
             ObjectiveBest(objective=objective, sense=sense, value=value, arch_id=row.arch_id)
         )

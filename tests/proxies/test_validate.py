@@ -93,10 +93,14 @@ def test_the_command_prints_json_for_every_proxy_and_set() -> None:
     )
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)["results"]
+    # Every zero-cost proxy on each set of a kind it applies to (flops: decoders only).
     assert {(r["set"], r["proxy"]) for r in results} == {
-        (s, p)
-        for s in ("lts/random_GPT2_wt103", "nasbench-nlp/wikitext2")
-        for p in ("decoder_params", "total_params")
+        *(
+            (s, p)
+            for s in ("lts/random_GPT2_wt103", "nasbench-nlp/wikitext2")
+            for p in ("decoder_params", "total_params")
+        ),
+        ("lts/random_GPT2_wt103", "flops"),
     }
     bad = subprocess.run(
         [sys.executable, "-m", "hwnas", "proxies", "validate", "--proxy", "nope"],
@@ -113,6 +117,7 @@ def test_low_cost_proxies_are_registered_by_cost_and_kind() -> None:
     assert {p.name for p in PROXIES.values() if p.cost == "zero"} == {
         "decoder_params",
         "total_params",
+        "flops",
     }
     low = {p.name: p for p in PROXIES.values() if p.cost == "low"}
     assert set(LOW_COST_PROXIES) <= set(low)

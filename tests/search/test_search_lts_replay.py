@@ -163,7 +163,7 @@ def test_bounded_metric_must_be_told_even_when_not_an_objective() -> None:
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        ({"objectives": ["latency_ms", "flops"]}, "objectives"),
+        ({"objectives": ["latency_ms", "speed"]}, "objectives"),
         ({"objectives": ["latency_ms", "latency_ms"]}, "objectives"),
         ({"objectives": []}, "objectives"),
         ({"max_evaluations": 0}, "max_evaluations"),

@@ -42,7 +42,7 @@ def test_zero_cost_proxies_are_ranked_against_the_users_results(client):
     answer = response.json()
     assert answer["models"] == len(candidates) and answer["target"] == "valid_ppl"
     by_name = {a["proxy"]: a for a in answer["proxies"]}
-    assert set(by_name) == {"decoder_params", "total_params"}  # no agent values here
+    assert set(by_name) == {"decoder_params", "total_params", "flops"}  # no agent values here
     params = [c["objectives"]["decoder_params"] for c in candidates]
     values = [r["value"] for r in results]
     got = by_name["decoder_params"]

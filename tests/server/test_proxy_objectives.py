@@ -36,7 +36,7 @@ def test_an_unknown_proxy_lists_every_proxy(client):
     request = search_request(objectives=["zen", "latency_ms"])
     response = client.post("/api/v1/searches", json=request)
     assert response.status_code == 422
-    assert "unknown objective 'zen'; allowed: decoder_params, total_params, grad_norm" in (
+    assert "unknown objective 'zen'; allowed: decoder_params, total_params, flops, grad_norm" in (
         response.text
     )
 
@@ -92,3 +92,17 @@ def test_a_cached_measurement_is_reused_only_with_the_same_proxy_inputs(client):
     # A search that needs no agent proxy reuses them too (its first generation is the same).
     plain = client.post("/api/v1/searches", json=search_request()).json()
     assert plain["progress"]["reused"] >= first["progress"]["proposed"] > 0
+
+
+def test_an_analytic_proxy_other_than_the_counts_is_an_objective_too(client):
+    from archvocab.registry import parse_spec
+    from proxies.flops import flops
+
+    request = search_request(objectives=["flops", "latency_ms"])
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    assert client.post(f"/api/v1/agents/{register(client)}/claim").json()["proxies"] is None
+    candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
+    for c in candidates:
+        assert c["objectives"]["flops"] == flops(parse_spec(c["spec"])) > 0
+    best = client.get(f"/api/v1/searches/{search_id}").json()["best"]
+    assert best == []  # nothing measured yet: no feasible candidate to be best
