@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,28 @@ def test_a_proxy_is_refused_on_a_set_of_a_kind_it_does_not_apply_to() -> None:
     assert info.value.field == "proxy"
     assert "snip does not apply to space kind 'flexibert'" in info.value.message
     assert "it applies to: gpt2, transxl" in info.value.message
+
+
+@needs_data
+def test_the_benchmark_script_agrees_with_validate() -> None:
+    """bench/proxies.py runs as a file (its name must not shadow the package) and reports
+    what `validate` computes, on an evenly thinned set."""
+    script = Path(__file__).resolve().parents[2] / "bench" / "proxies.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--set", "lts/random_GPT2_wt103", "--limit", "20"]
+        + ["--seeds", "2", "--proxy", "decoder_params", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    data = load_set("lts/random_GPT2_wt103")
+    keep = [i * 10 for i in range(20)]
+    thinned = replace(
+        data, specs=[data.specs[i] for i in keep], targets=[data.targets[i] for i in keep]
+    )
+    expected = validate(thinned, "decoder_params")
+    assert row["models"] == 20 and row["seeds"] == 1  # a zero-cost proxy has no seed
+    assert row["spearman"]["median"] == pytest.approx(expected.spearman)
+    assert row["kendall"]["median"] == pytest.approx(expected.kendall)
