@@ -89,7 +89,7 @@ def _step(job: dict[str, Any], settings: MeasurementSettings, started: float) ->
         from agent.proxy_values import compute_proxies
 
         request = ProxyRequest.model_validate(job["proxies"])
-        return {"proxies": compute_proxies(spec, request)}
+        return {"proxies": compute_proxies(spec, request, settings.threads)}
     from agent import onnx_backend  # written separately; only ORT jobs need it
 
     if step == "export_onnx":

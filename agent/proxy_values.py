@@ -12,11 +12,15 @@ from archvocab.registry import ArchSpec
 from archvocab.wire import ProxyRequest
 
 
-def compute_proxies(spec: ArchSpec, request: ProxyRequest) -> dict[str, float]:
-    """name -> value of every proxy `request` names, on its seeded random minibatch."""
+def compute_proxies(spec: ArchSpec, request: ProxyRequest, threads: int) -> dict[str, float]:
+    """name -> value of every proxy `request` names, on its seeded random minibatch, with
+    the measurement's thread count (torch's default oversubscribes a busy small device)."""
+    import torch
+
     from proxies.inputs import ProxyInputs  # the proxies' torch side, only in this process
     from proxies.registry import get_proxy
 
+    torch.set_num_threads(threads)
     settings = request.inputs
     inputs = ProxyInputs(
         batch_size=settings.batch_size, seq_len=settings.seq_len, seed=settings.seed

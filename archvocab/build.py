@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from archvocab.attention_build import Attend
 from archvocab.spec import GPT2Spec
 
 
@@ -24,13 +25,14 @@ class CausalSelfAttention(nn.Module):
         self.n_head = n_head
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
+        self.attend = Attend()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, width = x.shape
         q, k, v = self.qkv(x).split(width, dim=2)
         shape = (batch, seq, self.n_head, width // self.n_head)
         q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = self.attend(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(batch, seq, width))
 
 

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from archvocab.attention_build import Attend
 from archvocab.flexibert import EncoderLayer, FlexiBERTSpec
 
 
@@ -46,13 +47,14 @@ class SelfAttention(nn.Module):
         self.heads = heads
         self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
         self.query_weight = nn.Linear(hidden, hidden, bias=False) if multiplicative else None
+        self.attend = Attend()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         query = self.query(x)
         if self.query_weight is not None:
             query = self.query_weight(query)
         q, k, v = (_split_heads(t, self.heads) for t in (query, self.key(x), self.value(x)))
-        return _merge_heads(F.scaled_dot_product_attention(q, k, v))
+        return _merge_heads(self.attend(q, k, v))
 
 
 def _dct_matrix(n: int, like: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 DECODERS = ("gpt2", "transxl")
 TRANSFORMERS = ("gpt2", "transxl", "flexibert")
+CELLS = ("nasbench_nlp",)
 ALL_KINDS = None  # every registered kind
 
 
@@ -51,6 +52,26 @@ PROXY_CATALOG: dict[str, ProxyEntry] = {
             "synflow",
             "jacob_cov",
             "relu_log_det",
+        ),
+        # The training-free NAS paper (Serianni & Kalita 2023), sections 3.1-3.6.
+        *_entries(
+            "low",
+            TRANSFORMERS,
+            *_with_normalized("attention_confidence", "softmax_confidence", "attention_importance"),
+            *_with_normalized("synaptic_diversity"),
+            "synaptic_saliency_normalized",
+            "activation_distance_normalized",
+        ),
+        *_entries(
+            "low",
+            TRANSFORMERS + CELLS,
+            "synaptic_saliency",
+            "activation_distance",
+            "jacobian_covariance",
+            "jacobian_cosine",
+        ),
+        *_entries(
+            "low", CELLS, "hidden_covariance_l1", "hidden_covariance_l2", "hidden_covariance_l3"
         ),
     )
 }

@@ -67,6 +67,12 @@ class CellLayer(nn.Module):
             nn.init.uniform_(param, -bound, bound)
 
     def step(self, x: torch.Tensor, states: list[torch.Tensor]) -> list[torch.Tensor]:
+        values = self.step_values(x, states)
+        return [values[state_output(i)] for i in range(self.n_states)]
+
+    def step_values(self, x: torch.Tensor, states: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Every node's value at one step (inputs included): what proxies that look inside
+        the cell (activation patterns) read."""
         values = {X: x, **{state_input(i): s for i, s in enumerate(states)}}
         for name, op, inputs in self.program:
             args = [values[i] for i in inputs]
@@ -80,7 +86,7 @@ class CellLayer(nn.Module):
                 values[name] = args[0] * args[1] + (1 - args[0]) * args[2]
             else:
                 values[name] = _ACTIVATIONS[op](args[0])
-        return [values[state_output(i)] for i in range(self.n_states)]
+        return values
 
     def forward(self, x: torch.Tensor, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (batch, seq, d_in), states (n_states, batch, d_hidden) -> outputs (batch, seq,
@@ -116,14 +122,26 @@ class RNNCellLM(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """tokens (batch, seq), hidden (n_states, batch, sum of layer widths) -> log-probs
         (batch, seq, vocab) and the next hidden, packed the same way."""
-        x = self.embedding(tokens)
+        outputs, new_hidden = self.run_layers(self.embedding(tokens), hidden)
+        weight = self.embedding.weight if self.decoder_weight is None else self.decoder_weight
+        logits = F.linear(outputs[-1], weight, self.decoder_bias)
+        return F.log_softmax(logits, dim=-1), new_hidden
+
+    def run_layers(
+        self, x: torch.Tensor, hidden: torch.Tensor
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Embedded input (batch, seq, d_embed) through the recurrent layers: every layer's
+        output sequence (batch, seq, width), first layer first, and the next hidden, packed.
+
+        Separate from `forward` so that proxies reading hidden states (hidden covariance)
+        or differentiating by the embedded input skip the vocabulary-sized decoder."""
+        outputs = []
         new_states = []
         for layer, states in zip(self.layers, hidden.split(self.state_widths, dim=-1)):
             x, states = layer(x, states)
+            outputs.append(x)
             new_states.append(states)
-        weight = self.embedding.weight if self.decoder_weight is None else self.decoder_weight
-        logits = F.linear(x, weight, self.decoder_bias)
-        return F.log_softmax(logits, dim=-1), torch.cat(new_states, dim=-1)
+        return outputs, torch.cat(new_states, dim=-1)
 
     def decoder_modules(self) -> list[nn.Module]:
         """The modules whose parameters are the spec's decoder_params (the cells)."""

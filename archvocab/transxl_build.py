@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from archvocab.attention_build import Attend
 from archvocab.build import AdaptiveEmbedding
 from archvocab.spec import GPT2Spec
 from archvocab.transxl import TransXLSpec
@@ -60,6 +61,7 @@ class RelativeAttention(nn.Module):
         self.r_net = nn.Linear(d_model, width, bias=False)  # W_r: positions to keys
         self.o_net = nn.Linear(width, d_model, bias=False)
         self.layer_norm = nn.LayerNorm(d_model)
+        self.attend = Attend()
         self.u = _init(n_head, d_head)  # r_w_bias: content bias
         self.v = _init(n_head, d_head)  # r_r_bias: position bias
 
@@ -77,7 +79,7 @@ class RelativeAttention(nn.Module):
         future = torch.ones(qlen, klen, dtype=torch.bool, device=x.device).triu(1 + klen - qlen)
         bias = position.mul(self.d_head**-0.5).masked_fill(future, float("-inf"))
         # softmax(((q + u) . k + position) / sqrt(d_head)): the content term fused.
-        out = F.scaled_dot_product_attention(
+        out = self.attend(
             (q + self.u).transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias
         )
         out = self.o_net(out.transpose(1, 2).reshape(batch, qlen, self.n_head * self.d_head))

@@ -32,6 +32,7 @@ from proxies.ground_truth import SETS, GroundTruthSet, load_set  # noqa: E402
 from proxies.inputs import RANDOM, ProxyInputs  # noqa: E402
 from proxies.registry import PROXIES, get_proxy  # noqa: E402
 from proxies.validate import Validation, validate_many  # noqa: E402
+from proxies.validate_cli import one_thread_for_torch  # noqa: E402
 
 
 def thinned(data: GroundTruthSet, limit: int | None) -> GroundTruthSet:
@@ -68,6 +69,8 @@ def _summary(runs: list[Validation]) -> dict:
 def run(args: argparse.Namespace) -> list[dict]:
     names = args.proxy or [n for n, p in PROXIES.items() if p.cost == "zero"]
     proxies = [get_proxy(n) for n in names]
+    if any(p.cost != "zero" for p in proxies):
+        one_thread_for_torch()
     rows = []
     for set_name in args.set or list(SETS):
         data = thinned(load_set(set_name), args.limit)

@@ -31,6 +31,28 @@ LOW_COST_PROXIES = {
     "relu_log_det": "log-determinant of the activation-code kernel",
 }
 
+# The training-free NAS paper's proxies: which module scores each kind (tests check that each
+# module's DEFINED agrees with this table and with the catalogue).
+TFNAS_MODULES = {
+    "proxies.tfnas_transformer": ("gpt2", "transxl", "flexibert"),
+    "proxies.tfnas_rnn": ("nasbench_nlp",),
+}
+TFNAS_PROXIES = {
+    "attention_confidence": "how strongly attention heads' outputs peak (Voita et al.)",
+    "softmax_confidence": "how peaked attention heads' weights are (Behnke & Heafield)",
+    "attention_importance": "|head output * its gradient| over heads (Michel et al.)",
+    "synaptic_diversity": "nuclear norms of token-mixing weights and their gradients",
+    "synaptic_saliency": "sum |w * dL/dw| (Tanaka et al.)",
+    "activation_distance": "how distinct the examples' activation patterns are (NASWOT)",
+    "jacobian_covariance": "eigenvalue score of the input Jacobians' correlation",
+    "jacobian_cosine": "1 - mean |cosine| between the examples' input Jacobians",
+    **{
+        f"hidden_covariance_l{i}": f"eigenvalue score of recurrent layer {i}'s hidden states"
+        for i in (1, 2, 3)
+    },
+}
+NORMALIZED = "_normalized"
+
 ZERO_COST: dict[str, tuple[Callable[[ArchSpec], float], str]] = {
     "decoder_params": (
         params.decoder_params,
@@ -83,12 +105,26 @@ def _in_module(module: str, name: str) -> Score:
     return score
 
 
+def _by_kind(name: str) -> Score:
+    """Scored by the tfnas module that handles the spec's kind."""
+
+    def score(spec: ArchSpec, inputs: ProxyInputs) -> float:
+        module = next(m for m, kinds in TFNAS_MODULES.items() if spec.kind in kinds)
+        return importlib.import_module(module).score_spec(name, spec, inputs)
+
+    return score
+
+
 def _implementation(name: str) -> tuple[Score, str]:
     if name in ZERO_COST:
         count, text = ZERO_COST[name]
         return _analytic(count), text
     if name in LOW_COST_PROXIES:
         return _in_module("proxies.lowcost", name), LOW_COST_PROXIES[name]
+    base = name.removesuffix(NORMALIZED)
+    if base in TFNAS_PROXIES:
+        text = TFNAS_PROXIES[base]
+        return _by_kind(name), text if base == name else f"{text}, per term"
     raise LookupError(f"proxy {name!r} is in archvocab.proxy_catalog but has no implementation")
 
 

@@ -140,8 +140,7 @@ def minimised(point: dict[str, Any], objectives: list[str]) -> list[float]:
     from archvocab.wire import OBJECTIVE_SENSE
 
     return [
-        (-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0) * point["objectives"][o]
-        for o in objectives
+        (-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0) * point["objectives"][o] for o in objectives
     ]
 
 

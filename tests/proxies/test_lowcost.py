@@ -217,6 +217,7 @@ def test_snip_ranks_the_smallest_published_transformer_xls() -> None:
     except InvalidSpec as exc:  # the shared data is not on every machine
         pytest.skip(str(exc))
     smallest = sorted(zip(truth.specs, truth.targets), key=lambda p: p[0].total_params())[:10]
-    scores = [score_spec("snip", spec, ProxyInputs(batch_size=2, seq_len=32)) for spec, _ in smallest]
+    batch = ProxyInputs(batch_size=2, seq_len=32)
+    scores = [score_spec("snip", spec, batch) for spec, _ in smallest]
     rho, _ = spearman(scores, [ppl for _, ppl in smallest])
     assert rho < -0.8  # higher snip, lower perplexity
