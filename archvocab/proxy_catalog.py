@@ -57,21 +57,25 @@ PROXY_CATALOG: dict[str, ProxyEntry] = {
         *_entries(
             "low",
             TRANSFORMERS,
-            *_with_normalized("attention_confidence", "softmax_confidence", "attention_importance"),
-            *_with_normalized("synaptic_diversity"),
-            "synaptic_saliency_normalized",
-            "activation_distance_normalized",
+            *_with_normalized(
+                "attention_confidence",
+                "softmax_confidence",
+                "attention_importance",
+                "synaptic_diversity",
+            ),
         ),
         *_entries(
             "low",
             TRANSFORMERS + CELLS,
-            "synaptic_saliency",
-            "activation_distance",
-            "jacobian_covariance",
-            "jacobian_cosine",
+            *_with_normalized("synaptic_saliency", "activation_distance", "jacobian_covariance"),
+            "jacobian_cosine",  # already a mean over example pairs
         ),
         *_entries(
-            "low", CELLS, "hidden_covariance_l1", "hidden_covariance_l2", "hidden_covariance_l3"
+            "low",
+            CELLS,
+            *_with_normalized(
+                "hidden_covariance_l1", "hidden_covariance_l2", "hidden_covariance_l3"
+            ),
         ),
     )
 }

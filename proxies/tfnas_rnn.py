@@ -15,9 +15,10 @@ The authors' setting is NAS-Bench-NLP's evaluation batch, 50 sequences of 70 tok
 (`PAPER_INPUTS`). Hidden covariance correlates units over batch x seq observations, so a
 batch much smaller than the layer width (600) leaves most eigenvalues at zero.
 
-No "_normalized" variants: the authors' RNN results have none (they normalized only their
-BERT metrics, by the number of summed terms). Hidden covariance sums over a fixed number of
-units per layer (600, 600, 400), so dividing would not change any ranking.
+"_normalized" variants divide by the number of summed terms, the authors' BERT convention
+(their RNN results have none): units for hidden covariance, examples for Jacobian
+covariance, cell parameter tensors for saliency, (layer, step) codes for activation
+distance. In NAS-Bench-NLP's fixed widths most of them rank like the plain scores.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def _jacobian(model: RNNCellLM, tokens: torch.Tensor) -> torch.Tensor:
     return forward.embedding_jacobian(model, tokens).detach()
 
 
+def _codes(model: RNNCellLM, tokens: torch.Tensor) -> list[torch.Tensor]:
+    return _memo("codes", model, tokens, forward.activation_codes)
+
+
 def _activation_distance(model: RNNCellLM, tokens: torch.Tensor) -> float:
     """log det(K + I), K the Hamming-agreement kernel of the activation codes summed over
     every layer and step. The identity plays the role of Mellor's k: a network whose codes
@@ -79,7 +84,7 @@ def _activation_distance(model: RNNCellLM, tokens: torch.Tensor) -> float:
     entries count thousands of units, so I barely moves a non-singular K's score."""
     batch = len(tokens)
     kernel = torch.eye(batch, dtype=torch.float64)
-    for codes in forward.activation_codes(model, tokens):  # one (layer, step) at a time
+    for codes in _codes(model, tokens):  # one (layer, step) at a time
         kernel += hamming_kernel(codes)
     return log_det(kernel)
 
@@ -91,6 +96,29 @@ _SCORES: dict[str, Callable[[RNNCellLM, torch.Tensor], float]] = {
     "jacobian_covariance": lambda m, t: eigen_kl_score(_memo("jac", m, t, _jacobian)),
     "jacobian_cosine": lambda m, t: cosine_score(_memo("jac", m, t, _jacobian)),
 }
+
+
+def _layer_units(layer: int) -> Callable[[RNNCellLM, torch.Tensor], int]:
+    def units(model: RNNCellLM, tokens: torch.Tensor) -> int:
+        return _memo("hidden", model, tokens, forward.hidden_sequences)[layer - 1].shape[-1]
+
+    return units
+
+
+# "_normalized" (the authors' BERT convention; their RNN results have none): divided by the
+# number of summed terms. Eigenvalue scores have one per row: units (hidden covariance) or
+# examples (Jacobian covariance). Jacobian cosine is already a mean and has no variant.
+_TERMS: dict[str, Callable[[RNNCellLM, torch.Tensor], int]] = {
+    **{f"hidden_covariance_l{i}": _layer_units(i) for i in (1, 2, 3)},
+    "synaptic_saliency": lambda m, t: sum(1 for layer in m.layers for _ in layer.parameters()),
+    "activation_distance": lambda m, t: max(1, len(_codes(m, t))),
+    "jacobian_covariance": lambda m, t: len(t),
+}
+for _name, _terms in _TERMS.items():
+    _SCORES[f"{_name}_normalized"] = lambda m, t, plain=_SCORES[_name], terms=_terms: (
+        plain(m, t) / terms(m, t)
+    )
+    DEFINED[f"{_name}_normalized"] = (f"{DEFINED[_name][0]}, per term", KINDS)
 
 
 DEFAULT_INPUTS = ProxyInputs()

@@ -7,10 +7,10 @@ as the paper's authors normalized. Larger predicts a better model for every scor
 paper's direction for the attention scores and for Mellor's and Celotti's scores; saliency
 and diversity as Abdelfattah et al. and Zhou et al. rank them.
 
-The Jacobian scores have no "_normalized" variant: Mellor's sums a fixed number of
-eigenvalue terms (the batch size) and Celotti's is already a mean over example pairs, so
-dividing would rescale every architecture alike. (The authors' CSV column "Jacobian Score
-Normalized" is in fact the cosine score.)
+Jacobian covariance's "_normalized" divides by its number of eigenvalue terms, the batch
+size: it ranks like the plain score (every architecture sees the same batch) and is there
+for symmetry. Jacobian cosine has none: it is already a mean over example pairs (and the
+authors' CSV column "Jacobian Score Normalized" is in fact the cosine score).
 
 Imports torch: imported lazily by the proxy registry only.
 """
@@ -84,6 +84,11 @@ for _base, (_what, _) in _SUMMED.items():
     DEFINED[_base + NORMALIZED] = (f"{_what}, divided by the number of terms", KINDS)
 for _base, (_what, _) in _SINGLE.items():
     DEFINED[_base] = (_what, KINDS)
+# Mellor's score sums one term per eigenvalue: one per example of the batch.
+DEFINED["jacobian_covariance" + NORMALIZED] = (
+    f"{_SINGLE['jacobian_covariance'][0]}, divided by the batch size",
+    KINDS,
+)
 
 
 def score_spec(name: str, spec: ArchSpec, inputs: ProxyInputs = DEFAULT_INPUTS) -> float:
@@ -97,7 +102,8 @@ def score_spec(name: str, spec: ArchSpec, inputs: ProxyInputs = DEFAULT_INPUTS) 
         )
     base = name.removesuffix(NORMALIZED)
     if base in _SINGLE:
-        return _SINGLE[base][1](_probe(spec, inputs))
+        value = _SINGLE[base][1](_probe(spec, inputs))
+        return value / inputs.batch_size if name.endswith(NORMALIZED) else value
     terms = _terms(base, spec, inputs)
     total = math.fsum(terms)  # float even with no terms
     if name.endswith(NORMALIZED):  # no terms (no attention head): 0.0, like the sum

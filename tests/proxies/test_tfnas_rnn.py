@@ -227,3 +227,16 @@ def test_layer1_hidden_covariance_ranks_wikitext2_models_like_their_test_loss() 
     scores = [score_spec("hidden_covariance_l1", spec, inputs) for spec, _ in pairs]
     tau = kendalltau(scores, [loss for _, loss in pairs]).statistic
     assert tau < -0.2, tau
+
+
+def test_normalized_variants_divide_by_their_number_of_terms() -> None:
+    spec = RNN_TANH
+    plain = {name: score_spec(name, spec, SMALL) for name in DEFINED if "normalized" not in name}
+    widths = [spec.d_hidden] * (spec.n_layer - 1) + [spec.d_embed if spec.tied else spec.d_hidden]
+    for layer in range(1, spec.n_layer + 1):
+        name = f"hidden_covariance_l{layer}"
+        normalized = score_spec(f"{name}_normalized", spec, SMALL)
+        assert normalized * widths[layer - 1] == pytest.approx(plain[name])
+    jacobian = score_spec("jacobian_covariance_normalized", spec, SMALL)
+    assert jacobian * SMALL.batch_size == pytest.approx(plain["jacobian_covariance"])
+    assert "jacobian_cosine_normalized" not in DEFINED  # already a mean over pairs

@@ -66,6 +66,7 @@ def test_defined_names_and_kinds() -> None:
         *bases,
         *(b + "_normalized" for b in bases),
         "jacobian_covariance",
+        "jacobian_covariance_normalized",  # per eigenvalue: per example
         "jacobian_cosine",
     }
     for description, kinds in DEFINED.values():
@@ -101,6 +102,7 @@ TERMS = {
     # output projection's 2, 2 LayerNorms of 2, the feed-forward's 2 Linears of 2
     "synaptic_saliency": (6 + 10) + (2 + 10) + (7 + 10),
     "activation_distance": 3,  # one GELU per feed-forward
+    "jacobian_covariance": INPUTS.batch_size,  # one eigenvalue per example
 }
 
 
