@@ -74,6 +74,18 @@ def _start_server(procs: Processes, db: Path, port: int) -> subprocess.Popen:
     raise AssertionError("server did not start:\n" + procs.log("server"))
 
 
+def one_agent_service(tmp: Path) -> tuple[str, Processes]:
+    """A real server on a fresh SQLite file and one real agent (device class test-cpu)."""
+    procs = Processes(tmp)
+    port = _free_port()
+    _start_server(procs, tmp / "service.db", port)
+    url = f"http://127.0.0.1:{port}"
+    procs.start(
+        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
+    )
+    return url, procs
+
+
 def _wait_finished(
     client: httpx.Client, search_id: int, procs: Processes, timeout: float = 600
 ) -> dict:

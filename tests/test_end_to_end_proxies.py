@@ -9,7 +9,7 @@ import math
 import httpx
 import pytest
 from factories import TINY_SPACES, search_request
-from test_end_to_end import Processes, _check_search, _free_port, _start_server, _wait_finished
+from test_end_to_end import _check_search, _wait_finished, one_agent_service
 
 from archvocab.registry import parse_spec
 
@@ -19,14 +19,8 @@ torch = pytest.importorskip("torch", reason="the agent builds models")
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("proxies")
-    procs = Processes(tmp)
-    port = _free_port()
-    _start_server(procs, tmp / "proxies.db", port)
-    url = f"http://127.0.0.1:{port}"
-    procs.start(
-        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
-    )
+    """One server and one agent for the whole module: (base URL, processes)."""
+    url, procs = one_agent_service(tmp_path_factory.mktemp("proxies"))
     yield url, procs
     procs.stop_all()
 

@@ -11,7 +11,7 @@ import sys
 import httpx
 import pytest
 from factories import FAST_MEASUREMENT, TINY_SPACES, search_request
-from test_end_to_end import Processes, _check_search, _free_port, _start_server, _wait_finished
+from test_end_to_end import _check_search, _wait_finished, one_agent_service
 
 from archvocab.registry import get_kind, kind_names
 
@@ -21,14 +21,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     """One server and one agent for the whole module: (base URL, processes)."""
-    tmp = tmp_path_factory.mktemp("spaces")
-    procs = Processes(tmp)
-    port = _free_port()
-    _start_server(procs, tmp / "spaces.db", port)
-    url = f"http://127.0.0.1:{port}"
-    procs.start(
-        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
-    )
+    url, procs = one_agent_service(tmp_path_factory.mktemp("spaces"))
     yield url, procs
     procs.stop_all()
 
