@@ -28,9 +28,10 @@ def _decoder_gradients(
     targets: torch.Tensor,
     params: list[nn.Parameter],
     create_graph: bool = False,
-) -> tuple[torch.Tensor, ...]:
+) -> list[torch.Tensor]:
     loss = lm_loss(model(*inputs), targets)
-    return torch.autograd.grad(loss, params, create_graph=create_graph, allow_unused=True)
+    grads = torch.autograd.grad(loss, params, create_graph=create_graph, allow_unused=True)
+    return _zeros_for_unused(grads, params)
 
 
 def _zeros_for_unused(
@@ -40,6 +41,21 @@ def _zeros_for_unused(
     return [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
 
 
+def _weights_and_gradients(
+    model: nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    targets: torch.Tensor,
+    decoder_modules: Sequence[nn.Module],
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(w, dL/dw) of every decoder parameter tensor, in eval mode, both detached."""
+    params = decoder_parameters(decoder_modules)
+    if not params:
+        return []
+    with evaluating(model):
+        grads = _decoder_gradients(model, inputs, targets, params)
+    return [(p.detach(), g.detach()) for p, g in zip(params, grads)]
+
+
 def grad_norm(
     model: nn.Module,
     inputs: tuple[torch.Tensor, ...],
@@ -47,12 +63,8 @@ def grad_norm(
     decoder_modules: Sequence[nn.Module],
 ) -> float:
     """Sum over decoder parameter tensors of the L2 norm of dL/dw."""
-    params = decoder_parameters(decoder_modules)
-    if not params:
-        return 0.0
-    with evaluating(model):
-        grads = _zeros_for_unused(_decoder_gradients(model, inputs, targets, params), params)
-    return per_parameter_sum([g.detach().norm(2) for g in grads])
+    pairs = _weights_and_gradients(model, inputs, targets, decoder_modules)
+    return per_parameter_sum([g.norm(2) for _, g in pairs])
 
 
 def snip(
@@ -62,12 +74,8 @@ def snip(
     decoder_modules: Sequence[nn.Module],
 ) -> float:
     """SNIP (Lee et al. 2019) connection sensitivity: sum over decoder weights of |w * dL/dw|."""
-    params = decoder_parameters(decoder_modules)
-    if not params:
-        return 0.0
-    with evaluating(model):
-        grads = _zeros_for_unused(_decoder_gradients(model, inputs, targets, params), params)
-    return per_parameter_sum([(p.detach() * g.detach()).abs() for p, g in zip(params, grads)])
+    pairs = _weights_and_gradients(model, inputs, targets, decoder_modules)
+    return per_parameter_sum([(w * g).abs() for w, g in pairs])
 
 
 def grasp(
@@ -85,9 +93,7 @@ def grasp(
     if not params:
         return 0.0
     with evaluating(model), _math_attention():
-        grads = _zeros_for_unused(
-            _decoder_gradients(model, inputs, targets, params, create_graph=True), params
-        )
+        grads = _decoder_gradients(model, inputs, targets, params, create_graph=True)
         dot = sum((g * g.detach()).sum() for g in grads)
         hessian_grad = torch.autograd.grad(dot, params, allow_unused=True)
     hessian_grad = _zeros_for_unused(hessian_grad, params)
