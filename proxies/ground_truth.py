@@ -87,7 +87,7 @@ def _losses(value: Any) -> list[float]:
     return [float(x) for x in (json.loads(value) if isinstance(value, str) else value)]
 
 
-def _best_test_loss(entry: dict[str, Any]) -> float | None:
+def best_test_loss(entry: dict[str, Any]) -> float | None:
     """The test loss at the epoch of the lowest validation loss (None: no finished run)."""
     if entry.get("status") != "OK":
         return None
@@ -103,7 +103,7 @@ def load_nasbench(path: Path) -> GroundTruthSet:
     specs: list[ArchSpec] = []
     targets = []
     for entry in _json(path):
-        loss = _best_test_loss(entry)
+        loss = best_test_loss(entry)
         if loss is not None:
             specs.append(RNNCellSpec.from_log_entry(entry))
             targets.append(loss)

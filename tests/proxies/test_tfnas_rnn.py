@@ -240,3 +240,19 @@ def test_normalized_variants_divide_by_their_number_of_terms() -> None:
     jacobian = score_spec("jacobian_covariance_normalized", spec, SMALL)
     assert jacobian * SMALL.batch_size == pytest.approx(plain["jacobian_covariance"])
     assert "jacobian_cosine_normalized" not in DEFINED  # already a mean over pairs
+
+
+@needs_data
+def test_the_authors_csv_is_matched_to_the_wikitext2_runs_by_recepie_id() -> None:
+    import json
+
+    from proxies.ground_truth import best_test_loss
+    from proxies.tfnas_rnn_bench import LOGS_FILE, authors_values
+
+    authors = authors_values()
+    assert len(authors) == 8794  # one recepie id per trained model (reruns get their own)
+    logs = json.loads((DATA_DIR / LOGS_FILE).read_text())
+    finished = [e["recepie_id"] for e in logs if best_test_loss(e) is not None]
+    shared = [r for r in finished if r in authors]
+    assert len(finished) == 341 and 200 < len(shared) < 341
+    assert all(v is None or math.isfinite(v) for r in shared for v in authors[r].values())
