@@ -1,7 +1,7 @@
 """Check the Transformer proxies against the paper's FlexiBERT benchmark: rank agreement
 with GLUE and with the authors' own metric values (BERT_results_activation.csv).
 
-    .venv/bin/python -c "from proxies.tfnas_transformer_bench import main; main()"
+    .venv/bin/python -m proxies.tfnas_transformer_bench
 
 prints one table for the benchmark's real sizes and one for the authors' convention (every
 architecture built at hidden 256, feed-forward 1024, as their metric models were).
@@ -101,3 +101,7 @@ def summarize(title: str, values: dict[str, list[float]], glue: list[float], ms:
 def main() -> None:
     for authors in (False, True):
         print(table(authors=authors), flush=True)
+
+
+if __name__ == "__main__":
+    main()
