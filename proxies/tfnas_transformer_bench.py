@@ -99,6 +99,9 @@ def summarize(title: str, values: dict[str, list[float]], glue: list[float], ms:
 
 
 def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # one small model at a time: more threads only contend
     for authors in (False, True):
         print(table(authors=authors), flush=True)
 
