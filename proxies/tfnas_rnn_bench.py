@@ -3,11 +3,12 @@ authors' own values (RNN_results.csv, Penn Treebank runs of the same cells).
 
     .venv/bin/python -m proxies.tfnas_rnn_bench                      # hidden covariance
     .venv/bin/python -m proxies.tfnas_rnn_bench --all --stride 4     # + the generic metrics
+    .venv/bin/python -m proxies.tfnas_rnn_bench --random             # random tokens, not text
 
 The CSV's log names carry NAS-Bench-NLP's `recepie_id` (log_stats_model_<id>_...), which the
 WikiText-2 logs hold too: on the architectures both have, our values are compared with the
 authors' at rank level, and both with the WikiText-2 test loss. Minibatches: the authors'
-50 x 70 (`PAPER_INPUTS`) of WikiText-2's valid text.
+50 x 70 (`PAPER_INPUTS`) of WikiText-2's valid text, or of random tokens (`--random`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from proxies.agreement import agreement
 from proxies.ground_truth import DATA_DIR, best_test_loss, load_set
+from proxies.inputs import RANDOM
 from proxies.tfnas_rnn import DEFINED, PAPER_INPUTS, score_spec
 
 CSV_FILE = "tfnas/RNN_results.csv"
@@ -59,12 +61,13 @@ def _tau(xs: list[float], ys: list[float]) -> float | None:
     return agreement(xs, ys, 0.1, True).kendall if len(xs) >= 3 else None
 
 
-def run(names: list[str], stride: int, data_dir: Path = DATA_DIR) -> list[dict]:
+def run(names: list[str], stride: int, text: bool = True, data_dir: Path = DATA_DIR) -> list[dict]:
     """One row per proxy: tau and rho vs test loss, tau vs the authors' values and theirs vs
     the loss on the shared architectures, median ms; generic metrics on every stride-th run."""
     logs = [e for e in json.loads((data_dir / LOGS_FILE).read_text()) if best_test_loss(e)]
     runs = load_set("nasbench-nlp/wikitext2", data_dir)
-    inputs = dataclasses.replace(PAPER_INPUTS, source=str(data_dir / TEXT_FILE))
+    source = str(data_dir / TEXT_FILE) if text else RANDOM
+    inputs = dataclasses.replace(PAPER_INPUTS, source=source)
     authors = authors_values(data_dir)
     values: dict[str, list[tuple[int, float, float]]] = {n: [] for n in names}
     seconds: dict[str, float] = dict.fromkeys(names, 0.0)
@@ -124,11 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--all", action="store_true", help="the generic metrics too")
     parser.add_argument("--stride", type=int, default=1, help="generic metrics: every k-th run")
+    parser.add_argument("--random", action="store_true", help="random tokens instead of text")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # one small model at a time: more threads only contend
     names = list(COLUMN) if args.all else HIDDEN
     assert set(names) <= set(DEFINED)
-    print(table(run(names, max(1, args.stride))))
+    print(table(run(names, max(1, args.stride), text=not args.random)))
     return 0
 
 

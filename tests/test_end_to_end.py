@@ -126,6 +126,17 @@ def _check_search(client: httpx.Client, search_id: int, budget: int) -> None:
             )
 
 
+def run_search(url: str, procs: Processes, request: dict, budget: int) -> list[dict]:
+    """Create a search, wait for it, check it (`_check_search`); its candidates."""
+    with httpx.Client(base_url=url, timeout=30) as client:
+        created = client.post("/api/v1/searches", json=request)
+        assert created.status_code == 201, created.text
+        search_id = created.json()["id"]
+        _wait_finished(client, search_id, procs)
+        _check_search(client, search_id, budget=budget)
+        return client.get(f"/api/v1/searches/{search_id}/candidates").json()
+
+
 def test_two_agents_run_a_search_to_completion(tmp_path, procs):
     port = _free_port()
     _start_server(procs, tmp_path / "e2e.db", port)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import math
 
-import httpx
 import pytest
 from factories import TINY_SPACES, search_request
-from test_end_to_end import _check_search, _wait_finished, one_agent_service
+from test_end_to_end import one_agent_service, run_search
 
 from archvocab.registry import parse_spec
 
@@ -39,14 +38,7 @@ def test_a_search_optimising_snip_gets_it_from_the_agents(service, kind) -> None
         budget={"max_evaluations": 4},
         population={"initial": 4, "parents": 2, "mutations": 2, "crossovers": 2},
     )
-    with httpx.Client(base_url=url, timeout=30) as client:
-        created = client.post("/api/v1/searches", json=request)
-        assert created.status_code == 201, created.text
-        search_id = created.json()["id"]
-        _wait_finished(client, search_id, procs)
-        _check_search(client, search_id, budget=4)
-        candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
-    for c in candidates:
+    for c in run_search(url, procs, request, budget=4):
         reported = c["objectives"]["snip"]
         assert math.isfinite(reported) and reported > 0
         assert c["measurement"]["proxy_inputs"] == "random:2x8:seed3"

@@ -11,7 +11,7 @@ import sys
 import httpx
 import pytest
 from factories import FAST_MEASUREMENT, TINY_SPACES, search_request
-from test_end_to_end import _check_search, _wait_finished, one_agent_service
+from test_end_to_end import _check_search, _wait_finished, one_agent_service, run_search
 
 from archvocab.registry import get_kind, kind_names
 
@@ -38,15 +38,9 @@ def test_a_search_of_each_kind_runs_end_to_end(service, kind) -> None:
         budget={"max_evaluations": 4},
         population={"initial": 4, "parents": 2, "mutations": 2, "crossovers": 2},
     )
-    with httpx.Client(base_url=url, timeout=30) as client:
-        created = client.post("/api/v1/searches", json=request)
-        assert created.status_code == 201, created.text
-        search_id = created.json()["id"]
-        _wait_finished(client, search_id, procs)
-        _check_search(client, search_id, budget=4)
-        for c in client.get(f"/api/v1/searches/{search_id}/candidates").json():
-            assert c["spec"]["kind"] == kind
-            assert c["objectives"]["decoder_params"] > 0
+    for c in run_search(url, procs, request, budget=4):
+        assert c["spec"]["kind"] == kind
+        assert c["objectives"]["decoder_params"] > 0
 
 
 BASELINE_KINDS = [n for n in kind_names() if hasattr(get_kind(n).space_type, "baseline")]
