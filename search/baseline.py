@@ -17,6 +17,8 @@ from search.lts import Candidate, LTSEngine
 class LayerScaledEngine(LTSEngine):
     """Proposes `space.baseline(n)` for each depth in `layers`, in one generation."""
 
+    strategy = "layer_scaled"
+
     def __init__(self, space: SearchSpace, *, layers: Sequence[int], **kwargs: Any) -> None:
         specs: dict[str, ArchSpec] = {}
         for n_layer in layers:
@@ -26,11 +28,8 @@ class LayerScaledEngine(LTSEngine):
         super().__init__(space, **kwargs)
         self._fixed = list(specs.values())
 
-    def ask(self) -> list[Candidate]:
-        if self._finish_reason is not None or self._pending or self._generation >= 0:
-            return []
+    def _propose(self, slots: int, remaining: int) -> list[Candidate] | None:
+        if self._pending or self._generation >= 0:
+            return None
         self._generation = 0
-        batch = [Candidate(spec, 0, self._score(spec)) for spec in self._fixed]
-        for candidate in batch:
-            self._add(candidate)
-        return batch
+        return [Candidate(spec, 0, self._score(spec)) for spec in self._fixed]

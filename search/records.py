@@ -31,11 +31,16 @@ Outcome = Mapping[str, float] | None | PendingType
 
 @dataclass(frozen=True)
 class Candidate:
-    """A proposed architecture, the generation that proposed it and its zero-cost proxies."""
+    """A proposed architecture, the generation that proposed it and its zero-cost proxies.
+
+    `predicted` holds what a surrogate-assisted strategy expected the measurement to give
+    (objective -> value), so its prediction error can be tracked; None for other strategies.
+    """
 
     spec: ArchSpec
     generation: int
     proxies: dict[str, float] = field(hash=False)
+    predicted: dict[str, float] | None = field(default=None, hash=False, compare=False)
 
     @property
     def arch_id(self) -> str:

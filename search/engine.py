@@ -1,0 +1,270 @@
+"""What every ask/tell search engine shares: proposals, told results, budget, frontier, history.
+
+A strategy subclasses `Engine` and implements `_propose(slots)`: the new candidates to send
+for measurement now. The base class keeps the books: every proposal in order, which are
+pending, what was told (None for a failure), the exact feasible frontier, and the history a
+store persists. `restore` rebuilds an engine from that history; strategies whose proposals
+depend on more than the set of told results (a generation barrier, an external library's
+state) check or replay the order in `_replay_record` / `restore`.
+
+Engines never measure, store or send anything themselves, and are not thread-safe: callers
+serialise access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+from archvocab.errors import InvalidSpec
+from archvocab.registry import ArchSpec, SearchSpace, parse_spec
+from archvocab.wire import Constraints, Population
+from search.errors import AlreadyTold, InvalidHistory, SearchError, UnknownCandidate
+from search.objectives import Objectives
+from search.pareto import non_dominated_mask
+from search.records import PENDING, Candidate, HistoryRecord, Outcome, PendingType
+
+Scorer = Callable[[ArchSpec], Mapping[str, float]]
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidSpec(name, f"must be a positive integer, got {value!r}")
+    return value
+
+
+class Engine:
+    """Ask/tell bookkeeping over a search space of any kind.
+
+    `scorer` gives a spec's zero-cost proxies (it must return ``decoder_params`` when the
+    constraints bound it, and every zero-cost proxy objective); proxy objectives are
+    maximised and latency/memory minimised (`archvocab.wire.OBJECTIVE_SENSE`). Told values
+    must hold every other objective and every bounded metric (latency_ms / memory_mb).
+    """
+
+    strategy: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        *,
+        objectives: list[str],
+        scorer: Scorer,
+        seed: int,
+        max_evaluations: int,
+        population: Population | None = None,
+        constraints: Constraints | None = None,
+        max_attempts: int = 200,
+    ) -> None:
+        self._space = space
+        self._scorer = scorer
+        self._seed = seed
+        self._max_evaluations = _positive_int("max_evaluations", max_evaluations)
+        self._max_attempts = _positive_int("max_attempts", max_attempts)
+        self._population = population or Population()
+        self._constraints = constraints or Constraints()
+        self._objectives = Objectives(objectives, self._constraints)
+        self._candidates: dict[str, Candidate] = {}  # insertion order = proposal order
+        self._results: dict[str, dict[str, float] | None] = {}  # told; None = failed
+        self._pending: set[str] = set()  # kept apart so tell() stays O(1) in long searches
+        self._finish_reason: str | None = None
+        self._frontier: list[Candidate] | None = None  # cache, dropped on every tell
+
+    # -- ask / tell ------------------------------------------------------------------------
+    def ask(self, slots: int = 1) -> list[Candidate]:
+        """New candidates to measure now, or [] when there is nothing to send yet or at all.
+
+        `slots` is how many measurements can run at once (the agents free for this search);
+        generational strategies ignore it and propose whole generations. An engine that
+        finds nothing new to propose finishes as "exhausted".
+        """
+        if self._finish_reason is not None:
+            return []
+        remaining = self._max_evaluations - len(self._candidates)
+        if remaining <= 0:
+            if not self._pending:
+                self._finish_reason = "budget"
+            return []
+        batch = self._propose(max(1, int(slots)), remaining)
+        if batch is None:
+            return []
+        if not batch:
+            if not self._pending:
+                self._finish_reason = "exhausted"
+            return []
+        for candidate in batch:
+            self._add(candidate)
+        return batch
+
+    def _propose(self, slots: int, remaining: int) -> list[Candidate] | None:
+        """The strategy: at most `remaining` new candidates; None to wait for results,
+        [] when the space has nothing new left."""
+        raise NotImplementedError
+
+    def tell(self, arch_id: str, values: Mapping[str, float] | None) -> None:
+        """Record a pending candidate's measured values, or None when it failed.
+
+        A failed candidate still counts against the budget, is never proposed again and is
+        never on the frontier. Raises UnknownCandidate, AlreadyTold or InvalidResult.
+        """
+        candidate = self.candidate(arch_id)
+        if arch_id not in self._pending:
+            raise AlreadyTold(f"{arch_id}: a result was already told for this candidate")
+        checked = None
+        if values is not None:
+            checked = self._objectives.check(arch_id, candidate.proxies, values)
+        self._results[arch_id] = checked
+        self._pending.discard(arch_id)
+        self._frontier = None
+        self._on_told(candidate, checked)
+        if not self._pending and len(self._candidates) >= self._max_evaluations:
+            self._finish_reason = "budget"
+
+    def _on_told(self, candidate: Candidate, values: dict[str, float] | None) -> None:
+        """Hook for strategies that keep their own state of told results."""
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self._finish_reason is not None
+
+    @property
+    def finish_reason(self) -> str | None:
+        """None while running, "budget" or "exhausted" when finished."""
+        return self._finish_reason
+
+    @property
+    def pending(self) -> set[str]:
+        """arch_ids proposed and not told yet (a copy)."""
+        return set(self._pending)
+
+    @property
+    def proposed(self) -> int:
+        """How many candidates were proposed (failed ones included)."""
+        return len(self._candidates)
+
+    @property
+    def told(self) -> int:
+        """How many results (measurements and failures) were told."""
+        return len(self._results)
+
+    @property
+    def objectives(self) -> tuple[str, ...]:
+        return self._objectives.names
+
+    def candidates(self) -> list[Candidate]:
+        """Every candidate proposed, in proposal order."""
+        return list(self._candidates.values())
+
+    def candidate(self, arch_id: str) -> Candidate:
+        try:
+            return self._candidates[arch_id]
+        except KeyError:
+            raise UnknownCandidate(f"{arch_id!r} was never proposed by this search") from None
+
+    def objective_values(self, arch_id: str) -> dict[str, float] | None:
+        """Objective name -> value in objective order; None while pending or when it failed."""
+        candidate = self.candidate(arch_id)
+        told = self._results.get(arch_id)
+        return None if told is None else self._objectives.merge(candidate.proxies, told)
+
+    def is_feasible(self, arch_id: str) -> bool | None:
+        """Within the latency/memory bounds; None while pending or when it failed."""
+        candidate = self.candidate(arch_id)
+        told = self._results.get(arch_id)
+        return None if told is None else self._objectives.feasible(candidate.proxies, told)
+
+    def measured(self) -> list[tuple[Candidate, dict[str, float]]]:
+        """Told, successful candidates with their told values, in proposal order."""
+        return [
+            (c, told)
+            for c in self._candidates.values()
+            if (told := self._results.get(c.arch_id)) is not None
+        ]
+
+    def frontier(self) -> list[Candidate]:
+        """Exact non-dominated set of told, successful, feasible candidates, in proposal order."""
+        if self._frontier is None:
+            pool = [(c, t) for c, t in self.measured() if self._objectives.feasible(c.proxies, t)]
+            points = np.array([self._objectives.minimised(c.proxies, t) for c, t in pool])
+            mask = non_dominated_mask(points.reshape(len(pool), len(self.objectives)))
+            self._frontier = [c for (c, _), keep in zip(pool, mask, strict=True) if keep]
+        return list(self._frontier)
+
+    def history(self) -> list[HistoryRecord]:
+        """What a store persists, in proposal order; `restore` rebuilds the engine from it."""
+        return [
+            HistoryRecord(c.spec, c.generation, self._results[a] if a in self._results else PENDING)
+            for a, c in self._candidates.items()
+        ]
+
+    # -- rebuild ---------------------------------------------------------------------------
+    @classmethod
+    def restore(
+        cls,
+        space: SearchSpace,
+        *,
+        history: Iterable[HistoryRecord | tuple[ArchSpec | Mapping, int, Outcome]],
+        **engine_kwargs: Any,
+    ) -> Self:
+        """Rebuild an engine from persisted proposals (spec, generation, values/None/PENDING);
+        `engine_kwargs` are the constructor's.
+
+        Records must be in proposal order, with no arch_id twice and no more than the budget.
+        Proxies are recomputed with the scorer. Raises InvalidHistory. A "budget" finish is
+        restored; an "exhausted" one leaves no row and is found again by the next `ask`.
+        """
+        engine = cls(space, **engine_kwargs)
+        for index, record in enumerate(history):
+            spec, generation, values = record
+            if isinstance(spec, Mapping):
+                spec = parse_spec(spec)
+            engine._replay_record(index, spec, generation, values)
+        if engine._candidates and not engine._pending and engine.proposed >= engine._max_evaluations:
+            engine._finish_reason = "budget"
+        return engine
+
+    def _replay_record(
+        self, index: int, spec: ArchSpec, generation: int, values: Outcome
+    ) -> None:
+        where = f"history record {index} ({spec.arch_id}, generation {generation})"
+        if spec.arch_id in self._candidates:
+            raise InvalidHistory(f"{where}: arch_id proposed twice")
+        if len(self._candidates) >= self._max_evaluations:
+            raise InvalidHistory(
+                f"{where}: more proposals than max_evaluations={self._max_evaluations}"
+            )
+        self._check_order(where, generation)
+        candidate = Candidate(spec, generation, self._score(spec))
+        self._add(candidate)
+        if not isinstance(values, PendingType):
+            self.tell(candidate.arch_id, values)
+
+    def _check_order(self, where: str, generation: int) -> None:
+        """Raise InvalidHistory where a strategy's live engine could not have proposed this
+        record next; strategies whose order matters override it."""
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _add(self, candidate: Candidate) -> None:
+        self._candidates[candidate.arch_id] = candidate
+        self._pending.add(candidate.arch_id)
+
+    def _score(self, spec: ArchSpec) -> dict[str, float]:
+        return {name: float(value) for name, value in self._scorer(spec).items()}
+
+    def _admit(self, spec: ArchSpec) -> dict[str, float] | None:
+        """The spec's proxies if it meets the decoder-parameter bounds, else None."""
+        proxies = self._score(spec)
+        lo, hi = self._constraints.min_decoder_params, self._constraints.max_decoder_params
+        if lo is None and hi is None:
+            return proxies
+        if "decoder_params" not in proxies:
+            raise SearchError(
+                "decoder-parameter constraints need a scorer that returns 'decoder_params'"
+            )
+        params = proxies["decoder_params"]
+        too_small = lo is not None and params < lo
+        too_large = hi is not None and params > hi
+        return None if too_small or too_large else proxies
