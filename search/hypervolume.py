@@ -1,0 +1,118 @@
+"""Hypervolume of a frontier in normalised objective space, and what one more point adds.
+
+Objectives are mapped so that every one is minimised and lies at 0 at its `ideal` value and
+at 1 at its `reference` value (for a maximised proxy the ideal is the larger number). The
+hypervolume is measured against the point (1, ..., 1), so it is comparable across searches
+that share a normalisation, and a point beyond the reference in any objective adds nothing.
+The volumes themselves come from moocore (the library pymoo's own indicator calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import moocore
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from search.pareto import non_dominated_mask
+
+
+class Normaliser:
+    """Objective values -> minimised coordinates, 0 at `ideal` and 1 at `reference`."""
+
+    def __init__(
+        self,
+        objectives: Sequence[str],
+        ideal: Mapping[str, float],
+        reference: Mapping[str, float],
+    ) -> None:
+        missing = [o for o in objectives if o not in ideal or o not in reference]
+        if missing:
+            raise ValueError(f"ideal and reference need a value for {', '.join(missing)}")
+        same = [o for o in objectives if ideal[o] == reference[o]]
+        if same:
+            raise ValueError(f"ideal equals reference for {', '.join(same)}")
+        self.objectives = tuple(objectives)
+        self.ideal = {o: float(ideal[o]) for o in objectives}
+        self.reference = {o: float(reference[o]) for o in objectives}
+        self._low = np.array([self.ideal[o] for o in objectives])
+        self._span = np.array([self.reference[o] - self.ideal[o] for o in objectives])
+
+    def __call__(self, values: Mapping[str, float]) -> NDArray[np.float64]:
+        return self.points([values])[0]
+
+    def points(self, rows: Sequence[Mapping[str, float]]) -> NDArray[np.float64]:
+        """An (n, k) array of normalised, minimised coordinates."""
+        raw = np.array([[row[o] for o in self.objectives] for row in rows], dtype=float)
+        return (raw.reshape(len(rows), len(self.objectives)) - self._low) / self._span
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        return {"ideal": dict(self.ideal), "reference": dict(self.reference)}
+
+
+def _inside(points: ArrayLike) -> NDArray[np.float64]:
+    """The non-dominated points that strictly dominate the reference (1, ..., 1)."""
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2:
+        raise ValueError(f"points must be a 2-D (n, k) array, got shape {pts.shape}")
+    pts = pts[(pts < 1.0).all(axis=1)]
+    return pts[non_dominated_mask(pts)] if len(pts) else pts
+
+
+def hypervolume(points: ArrayLike) -> float:
+    """Volume dominated by normalised points and bounded by (1, ..., 1)."""
+    pts = _inside(points)
+    if len(pts) == 0:
+        return 0.0
+    return float(moocore.hypervolume(pts, ref=np.ones(pts.shape[1])))
+
+
+def contributions(front: ArrayLike) -> NDArray[np.float64]:
+    """Each point's exclusive hypervolume contribution (0 outside the reference box).
+
+    `front` should be mutually non-dominated; dominated points get 0.
+    """
+    pts = np.asarray(front, dtype=float)
+    out = np.zeros(len(pts))
+    if len(pts) == 0:
+        return out
+    inside = (pts < 1.0).all(axis=1)
+    if inside.sum() == 1:
+        out[inside] = np.prod(1.0 - pts[inside][0])
+    elif inside.any():
+        out[inside] = moocore.hv_contributions(pts[inside], ref=np.ones(pts.shape[1]))
+    return np.maximum(out, 0.0)
+
+
+def improvements(front: ArrayLike, candidates: ArrayLike) -> NDArray[np.float64]:
+    """The hypervolume each candidate would add to `front` on its own (0 if dominated)."""
+    base_pts = _inside(front)
+    cand = np.asarray(candidates, dtype=float)
+    gains = np.zeros(len(cand))
+    if len(cand) == 0:
+        return gains
+    k = cand.shape[1]
+    base = hypervolume(base_pts) if len(base_pts) else 0.0
+    useful = (cand < 1.0).all(axis=1)
+    if len(base_pts):
+        # Weakly dominated by the front: adds nothing, skip the volume computation.
+        covered = (base_pts[None, :, :] <= cand[:, None, :]).all(axis=2).any(axis=1)
+        useful &= ~covered
+    for i in np.flatnonzero(useful):
+        joined = np.vstack([base_pts, cand[i]]) if len(base_pts) else cand[i : i + 1]
+        gains[i] = float(moocore.hypervolume(joined, ref=np.ones(k))) - base
+    return np.maximum(gains, 0.0)
+
+
+def epsilon_gaps(front: ArrayLike, candidates: ArrayLike) -> NDArray[np.float64]:
+    """Additive epsilon by which each candidate misses being non-dominated by `front`:
+    negative or zero means it is not dominated; smaller is closer to the frontier."""
+    pts = np.asarray(front, dtype=float)
+    cand = np.asarray(candidates, dtype=float)
+    if len(pts) == 0:
+        return np.full(len(cand), -np.inf)
+    # f weakly dominates c iff min_j (c_j - f_j) >= 0, and c must improve by that much in
+    # every objective to escape it; the gap is the largest such amount over the front.
+    diff = cand[:, None, :] - pts[None, :, :]
+    return diff.min(axis=2).max(axis=1)

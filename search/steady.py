@@ -1,0 +1,253 @@
+"""hwnas's own strategy: steady-state evolution that screens offspring with online cost models.
+
+In LTS the proxy is free and every device measurement costs real time, yet most measured
+candidates end up dominated. This engine spends measurements only where they are predicted
+to move the frontier:
+
+- **No generation barrier.** `ask(slots)` proposes as many candidates as there are free
+  measurement slots (agents), the moment they are free; a slow or failed agent stalls nothing.
+- **Surrogate screening.** After a small random initial design, each proposal breeds a pool
+  of offspring (mutants and crossovers of frontier parents, plus a few random samples),
+  predicts every objective the measurement will give with a `CostModel` per objective fitted
+  on all results so far, and sends only the offspring whose optimistic prediction (one
+  typical residual better than the fit) adds the most hypervolume to the measured frontier.
+  Candidates still being measured count at their predicted values, so parallel slots do not
+  all chase the same gap. Each proposal carries its predictions so the service can report
+  the models' error.
+- **Parents by hypervolume contribution.** Frontier members that hold more of the dominated
+  volume are bred more often; every member keeps a small chance.
+
+Normalisation for these choices adapts to the results so far (ideal = best told value,
+reference = worst plus a margin): it steers the search and is not the service's fixed
+hypervolume reference. The engine's choices depend only on the set of proposals and told
+results (each proposal draws from a `random.Random` seeded by the seed and its index, and
+pending candidates are re-predicted with the current models), so `restore` needs no event
+order: replaying the rows gives the live engine's state.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from archvocab.registry import ArchSpec
+from search.engine import Engine
+from search.hypervolume import Normaliser, contributions, epsilon_gaps, improvements
+from search.records import Candidate
+from search.surrogate import CostModel, analytic_features
+
+_MARGIN = 0.1  # the adaptive reference lies this share of each objective's range past the worst
+_CONTRIBUTION_FLOOR = 0.05  # share of the parent weight spread evenly over the frontier
+
+
+class SteadyStateEngine(Engine):
+    """Asynchronous steady-state evolution with surrogate screening (strategy "hwnas").
+
+    `population.initial` random samples start it; afterwards each proposal screens
+    `pool_size` offspring (`random_share` of them fresh samples) with the cost models,
+    optimistic by `optimism` typical residuals. Mutation and crossover use the population's
+    probabilities.
+    """
+
+    strategy = "hwnas"
+
+    def __init__(
+        self,
+        *args: Any,
+        pool_size: int = 256,
+        optimism: float = 1.0,
+        random_share: float = 0.1,
+        normaliser: Normaliser | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._fixed_normaliser = normaliser
+        self._pool_size = pool_size
+        self._optimism = optimism
+        self._random_share = random_share
+        self._senses = self._objectives.senses
+        # Objectives a measurement tells (not known at proposal), and bounded metrics.
+        self._bounds = {
+            metric: bound
+            for metric, bound in (
+                ("latency_ms", self._constraints.max_latency_ms),
+                ("memory_mb", self._constraints.max_memory_mb),
+            )
+            if bound is not None
+        }
+
+    # -- proposing -------------------------------------------------------------------------
+    def _propose(self, slots: int, remaining: int) -> list[Candidate] | None:
+        free = min(slots - len(self._pending), remaining)
+        if free <= 0:
+            return None
+        batch: list[Candidate] = []
+        taken = set(self._candidates)
+        models = self._fit_models()
+        for _ in range(free):
+            index = len(self._candidates) + len(batch)
+            rng = random.Random(f"hwnas.search.steady:{self._seed}:{index}")
+            if index < self._population.initial or models is None:
+                if models is None and index >= self._population.initial and self._pending:
+                    break  # too few results to model yet: wait for the initial design
+                candidate = self._random_candidate(rng, taken)
+            else:
+                candidate = self._screened_candidate(rng, taken, models, batch)
+            if candidate is None:
+                break
+            batch.append(candidate)
+            taken.add(candidate.arch_id)
+        if not batch and self._pending:
+            return None
+        return batch
+
+    def _random_candidate(self, rng: random.Random, taken: set[str]) -> Candidate | None:
+        for _ in range(self._max_attempts):
+            spec = self._space.sample(rng)
+            if spec.arch_id in taken:
+                continue
+            proxies = self._admit(spec)
+            if proxies is not None:
+                return Candidate(spec, self.told, proxies)
+        return None
+
+    def _screened_candidate(
+        self,
+        rng: random.Random,
+        taken: set[str],
+        models: dict[str, CostModel],
+        batch: list[Candidate],
+    ) -> Candidate | None:
+        pool = self._offspring(rng, taken)
+        if not pool:
+            return self._random_candidate(rng, taken)
+        normaliser = self._normaliser()
+        believed = self._believed_points(models, normaliser, batch)
+        means = self._predict(models, pool)
+        hopeful = self._predict(models, pool, optimistic=True)
+        points = normaliser.points(hopeful)
+        gains = improvements(believed, points)
+        feasible = np.array([self._predicted_feasible(h) for h in hopeful])
+        gains[~feasible] = -1.0
+        if gains.max() > 0:
+            pick = int(np.argmax(gains))
+        else:  # nothing predicted to add volume: the one closest to the frontier
+            gaps = epsilon_gaps(believed, points)
+            gaps[~feasible] += 1e6
+            pick = int(np.argmin(gaps))
+        spec, proxies = pool[pick]
+        predicted = {k: float(v) for k, v in means[pick].items() if k not in proxies}
+        return Candidate(spec, self.told, proxies, predicted=predicted)
+
+    def _offspring(
+        self, rng: random.Random, taken: set[str]
+    ) -> list[tuple[ArchSpec, dict[str, float]]]:
+        """New, admissible children of frontier parents chosen by hypervolume contribution."""
+        front = self.frontier()
+        if not front:
+            parents, weights = [], []
+        else:
+            normaliser = self._normaliser()
+            points = normaliser.points([self._values(c) for c in front])
+            share = contributions(points)
+            total = share.sum()
+            share = share / total if total > 0 else np.zeros(len(front))
+            weights = list((1 - _CONTRIBUTION_FLOOR) * share + _CONTRIBUTION_FLOOR / len(front))
+            parents = [c.spec for c in front]
+        p = self._population
+        pool: dict[str, tuple[ArchSpec, dict[str, float]]] = {}
+        for _ in range(self._pool_size):
+            if not parents or rng.random() < self._random_share:
+                spec = self._space.sample(rng)
+            elif len(parents) < 2 or rng.random() < 0.5:
+                spec = self._space.mutate(rng.choices(parents, weights)[0], rng, p.mutation_prob)
+            else:
+                a, b = rng.choices(parents, weights, k=2)
+                spec = self._space.crossover(a, b, rng, p.crossover_prob)
+            if spec.arch_id in taken or spec.arch_id in pool:
+                continue
+            proxies = self._admit(spec)
+            if proxies is not None:
+                pool[spec.arch_id] = (spec, proxies)
+        return list(pool.values())
+
+    # -- models ----------------------------------------------------------------------------
+    def _modelled(self) -> list[str]:
+        """What a measurement tells that the proposal does not know: the non-proxy
+        objectives and the bounded metrics."""
+        known = set(next(iter(self._candidates.values())).proxies) if self._candidates else set()
+        names = [o for o in self.objectives if o not in known]
+        return names + [m for m in self._bounds if m not in names]
+
+    def _fit_models(self) -> dict[str, CostModel] | None:
+        """One model per modelled objective, or None while there are too few results."""
+        measured = self.measured()
+        if not measured:
+            return None
+        rows = [analytic_features(c.spec, c.proxies) for c, _ in measured]
+        if len(measured) < len(rows[0]) + 3:
+            return None
+        return {
+            name: CostModel(rows, [told[name] for _, told in measured])
+            for name in self._modelled()
+        }
+
+    def _predict(
+        self,
+        models: dict[str, CostModel],
+        pool: list[tuple[ArchSpec, dict[str, float]]],
+        *,
+        optimistic: bool = False,
+    ) -> list[dict[str, float]]:
+        features = [analytic_features(spec, proxies) for spec, proxies in pool]
+        columns: dict[str, NDArray[np.float64]] = {}
+        for name, model in models.items():
+            values = model.predict(features)
+            if optimistic:
+                better = 1.0 if self._senses.get(name, "min") == "max" else -1.0
+                values = model.shifted(values, better * self._optimism)
+            columns[name] = values
+        return [
+            {**proxies, **{name: float(col[i]) for name, col in columns.items()}}
+            for i, (_, proxies) in enumerate(pool)
+        ]
+
+    def _predicted_feasible(self, values: dict[str, float]) -> bool:
+        return all(values[m] <= bound for m, bound in self._bounds.items())
+
+    # -- normalised frontier ---------------------------------------------------------------
+    def _values(self, candidate: Candidate) -> dict[str, float]:
+        told = self._results[candidate.arch_id] or {}
+        return {**candidate.proxies, **told}
+
+    def _normaliser(self) -> Normaliser:
+        """The search's fixed one if given, else adaptive: ideal at the best told value,
+        reference past the worst."""
+        if self._fixed_normaliser is not None:
+            return self._fixed_normaliser
+        rows = [{**c.proxies, **t} for c, t in self.measured()]
+        ideal, reference = {}, {}
+        for name in self.objectives:
+            values = np.array([r[name] for r in rows])
+            lo, hi = float(values.min()), float(values.max())
+            pad = _MARGIN * (hi - lo) if hi > lo else max(abs(hi), 1.0) * _MARGIN
+            if self._senses[name] == "max":
+                ideal[name], reference[name] = hi, lo - pad
+            else:
+                ideal[name], reference[name] = lo, hi + pad
+        return Normaliser(self.objectives, ideal, reference)
+
+    def _believed_points(
+        self, models: dict[str, CostModel], normaliser: Normaliser, batch: list[Candidate]
+    ) -> NDArray[np.float64]:
+        """The measured frontier plus pending candidates at their predicted values."""
+        front = [self._values(c) for c in self.frontier()]
+        waiting = [self._candidates[a] for a in sorted(self._pending)] + batch
+        guesses = self._predict(models, [(c.spec, c.proxies) for c in waiting])
+        rows = front + [g for g in guesses if self._predicted_feasible(g)]
+        if not rows:
+            return np.empty((0, len(self.objectives)))
+        return normaliser.points(rows)
