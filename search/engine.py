@@ -222,13 +222,15 @@ class Engine:
             if isinstance(spec, Mapping):
                 spec = parse_spec(spec)
             engine._replay_record(index, spec, generation, values)
-        if engine._candidates and not engine._pending and engine.proposed >= engine._max_evaluations:
-            engine._finish_reason = "budget"
+        engine._finish_if_spent()
         return engine
 
-    def _replay_record(
-        self, index: int, spec: ArchSpec, generation: int, values: Outcome
-    ) -> None:
+    def _finish_if_spent(self) -> None:
+        """A restored engine whose budget is spent and told is finished, as the live one was."""
+        if self._candidates and not self._pending and self.proposed >= self._max_evaluations:
+            self._finish_reason = "budget"
+
+    def _replay_record(self, index: int, spec: ArchSpec, generation: int, values: Outcome) -> None:
         where = f"history record {index} ({spec.arch_id}, generation {generation})"
         if spec.arch_id in self._candidates:
             raise InvalidHistory(f"{where}: arch_id proposed twice")

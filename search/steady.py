@@ -191,8 +191,7 @@ class SteadyStateEngine(Engine):
         if len(measured) < len(rows[0]) + 3:
             return None
         return {
-            name: CostModel(rows, [told[name] for _, told in measured])
-            for name in self._modelled()
+            name: CostModel(rows, [told[name] for _, told in measured]) for name in self._modelled()
         }
 
     def _predict(
