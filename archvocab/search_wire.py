@@ -5,6 +5,7 @@ Validation happens here, once, with messages that name the field and the allowed
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from archvocab.proxy_catalog import PROXY_CATALOG, check_proxy_for_kind
 from archvocab.registry import get_kind, kind_names, parse_space
 from archvocab.wire import (
     HARDWARE_OBJECTIVES,
+    OBJECTIVE_SENSE,
     OBJECTIVES,
     PROXY_OBJECTIVES,
     Failure,
@@ -61,16 +63,35 @@ class Population(Strict):
         return self
 
 
-STRATEGIES = ("lts", "layer_scaled")
+STRATEGIES = ("lts", "nsga2", "hwnas", "layer_scaled")
+# hwnas screens offspring with cost models fitted on results: it needs only a small random
+# initial design, where LTS and NSGA-II start from a population of 100.
+HWNAS_INITIAL = 32
 DEFAULT_BASELINE_LAYERS = tuple(range(1, 17))  # LTS: homogeneous layers in [1, 16]
+
+
+class HypervolumeSettings(Strict):
+    """Where the search's hypervolume puts 0 (`ideal`) and 1 (`reference`) per objective.
+
+    Unset values are fixed when the search starts: a zero-cost proxy's from the space (its
+    largest and smallest values over a seeded sample), a hardware objective's ideal at 0 and
+    its reference at the search's constraint bound; a reference still unknown is fixed from
+    the first measurements (twice the largest of the first ten) and never moves afterwards.
+    """
+
+    ideal: dict[str, float] = Field(default_factory=dict)
+    reference: dict[str, float] = Field(default_factory=dict)
 
 
 class SearchCreate(Strict):
     name: str | None = Field(None, max_length=200)
-    strategy: Literal["lts", "layer_scaled"] = Field(
+    strategy: Literal["lts", "nsga2", "hwnas", "layer_scaled"] = Field(
         "lts",
-        description="lts: LTS's evolutionary search; layer_scaled: the space's homogeneous "
-        "baseline at each depth in `layers` (LTS's comparison)",
+        description="lts: LTS's evolutionary search (Algorithm 1, paper defaults); nsga2: "
+        "pymoo's NSGA-II; hwnas: steady-state evolution whose offspring are screened by "
+        "online latency/memory models, so fewer measurements are wasted on dominated "
+        "candidates; layer_scaled: the space's homogeneous baseline at each depth in "
+        "`layers` (LTS's comparison)",
     )
     layers: list[int] | None = Field(
         None,
@@ -92,7 +113,12 @@ class SearchCreate(Strict):
     )
     budget: Budget = Field(default_factory=Budget)
     constraints: Constraints = Field(default_factory=Constraints)
-    population: Population = Field(default_factory=Population)
+    population: Population = Field(
+        default_factory=Population,
+        description="lts/nsga2: generation sizes (initial is NSGA-II's population); hwnas: "
+        f"initial is its random initial design (default {HWNAS_INITIAL})",
+    )
+    hypervolume: HypervolumeSettings = Field(default_factory=HypervolumeSettings)
     seed: int = Field(0, ge=0, le=2**63 - 1)
 
     @field_validator("space")
@@ -155,8 +181,35 @@ class SearchCreate(Strict):
         catalog = PROXY_CATALOG
         return [n for n in self.objectives if n in catalog and catalog[n].cost != "zero"]
 
+    def _check_hypervolume(self) -> None:
+        for where in ("ideal", "reference"):
+            for name, value in getattr(self.hypervolume, where).items():
+                if name not in self.objectives:
+                    raise ValueError(
+                        f"hypervolume.{where}: {name!r} is not an objective of this search; "
+                        f"allowed: {', '.join(self.objectives)}"
+                    )
+                if not math.isfinite(value):
+                    raise ValueError(f"hypervolume.{where}.{name}: must be a finite number")
+        for name in self.objectives:
+            ideal = self.hypervolume.ideal.get(name)
+            reference = self.hypervolume.reference.get(name)
+            if ideal is None or reference is None:
+                continue
+            worse = reference < ideal if OBJECTIVE_SENSE[name] == "max" else reference > ideal
+            if not worse:
+                raise ValueError(
+                    f"hypervolume.reference.{name}: must be worse than the ideal {ideal} "
+                    f"({'smaller' if OBJECTIVE_SENSE[name] == 'max' else 'larger'})"
+                )
+
     def _check_strategy(self, space: Any) -> SearchCreate:
-        if self.strategy == "lts":
+        self._check_hypervolume()
+        if self.strategy == "hwnas" and "population" not in self.model_fields_set:
+            self.population = Population(initial=HWNAS_INITIAL)
+        if self.strategy == "nsga2" and self.population.initial < 2:
+            raise ValueError("population.initial: NSGA-II needs a population of at least 2")
+        if self.strategy != "layer_scaled":
             if self.layers is not None:
                 raise ValueError("layers: only for strategy 'layer_scaled'")
             return self
@@ -219,6 +272,11 @@ class Progress(BaseModel):
     failed: int
     reused: int = Field(description="measured candidates whose result came from the cache")
     generation: int
+    hypervolume: float | None = Field(
+        None,
+        description="of the measured frontier, normalised (see /hypervolume); None "
+        "until the reference is fixed",
+    )
 
 
 class ObjectiveBest(BaseModel):
@@ -226,6 +284,39 @@ class ObjectiveBest(BaseModel):
     sense: str
     value: float
     arch_id: str
+
+
+class HypervolumePoint(BaseModel):
+    """The measured frontier's hypervolume after one more result."""
+
+    results: int = Field(description="results told so far (measurements and failures)")
+    measured: int = Field(description="successful measurements so far")
+    device_s: float = Field(description="device-seconds the agents spent so far")
+    at: datetime
+    hypervolume: float
+
+
+class HypervolumeTrace(BaseModel):
+    """How a search converges: its hypervolume after every result."""
+
+    search_id: int
+    objectives: list[str]
+    ideal: dict[str, float] | None = Field(description="normalised to 0 (None until fixed)")
+    reference: dict[str, float] | None = Field(description="normalised to 1")
+    source: dict[str, str] = Field(
+        default_factory=dict, description="per objective: where its reference came from"
+    )
+    points: list[HypervolumePoint]
+
+
+class ModelError(BaseModel):
+    """How far a surrogate's predictions were from what the device measured."""
+
+    objective: str
+    predictions: int = Field(description="measured candidates that had a prediction")
+    median_abs_pct: float = Field(description="median |predicted - measured| / measured, in %")
+    p90_abs_pct: float
+    recent_median_abs_pct: float = Field(description="the same over the latest 50")
 
 
 class SearchInfo(BaseModel):
@@ -239,6 +330,10 @@ class SearchInfo(BaseModel):
     progress: Progress
     frontier_size: int
     best: list[ObjectiveBest]
+    surrogate: list[ModelError] = Field(
+        default_factory=list,
+        description="strategy hwnas: the cost models' prediction error so far",
+    )
     request: SearchCreate
 
 

@@ -1,7 +1,9 @@
 """Search engines and their math: pure library, values in and values out (no HTTP, no DB).
 
-`LTSEngine` is LTS's evolutionary Pareto search as an ask/tell engine; `search.pareto` holds
-the exact non-dominated-set computation it and the server share.
+Strategies are ask/tell engines on `search.engine.Engine`: `LTSEngine` (LTS Algorithm 1),
+`NSGA2Engine` (pymoo's NSGA-II) and `SteadyStateEngine` (hwnas's own: steady-state evolution
+with surrogate screening). `search.pareto` holds the exact non-dominated-set computation,
+`search.hypervolume` the normalised hypervolume every strategy is judged by.
 """
 
 from search.errors import (
@@ -11,21 +13,30 @@ from search.errors import (
     SearchError,
     UnknownCandidate,
 )
+from search.engine import Engine
+from search.hypervolume import Normaliser, hypervolume
 from search.lts import LTSEngine
+from search.nsga2 import NSGA2Engine
 from search.pareto import dominates, non_dominated_indices, non_dominated_mask
 from search.records import PENDING, Candidate, HistoryRecord
+from search.steady import SteadyStateEngine
 
 __all__ = [
     "PENDING",
     "AlreadyTold",
     "Candidate",
+    "Engine",
     "HistoryRecord",
     "InvalidHistory",
     "InvalidResult",
     "LTSEngine",
+    "NSGA2Engine",
+    "Normaliser",
     "SearchError",
+    "SteadyStateEngine",
     "UnknownCandidate",
     "dominates",
+    "hypervolume",
     "non_dominated_indices",
     "non_dominated_mask",
 ]

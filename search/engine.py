@@ -22,6 +22,7 @@ from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec, SearchSpace, parse_spec
 from archvocab.wire import Constraints, Population
 from search.errors import AlreadyTold, InvalidHistory, SearchError, UnknownCandidate
+from search.hypervolume import Normaliser
 from search.objectives import Objectives
 from search.pareto import non_dominated_mask
 from search.records import PENDING, Candidate, HistoryRecord, Outcome, PendingType
@@ -124,6 +125,10 @@ class Engine:
 
     def _on_told(self, candidate: Candidate, values: dict[str, float] | None) -> None:
         """Hook for strategies that keep their own state of told results."""
+
+    def use_normaliser(self, normaliser: Normaliser) -> None:
+        """The search's hypervolume normalisation, fixed after the engine started; strategies
+        that steer by hypervolume take it, the others ignore it."""
 
     # -- state -----------------------------------------------------------------------------
     @property

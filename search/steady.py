@@ -79,6 +79,9 @@ class SteadyStateEngine(Engine):
             if bound is not None
         }
 
+    def use_normaliser(self, normaliser: Normaliser) -> None:
+        self._fixed_normaliser = normaliser
+
     # -- proposing -------------------------------------------------------------------------
     def _propose(self, slots: int, remaining: int) -> list[Candidate] | None:
         free = min(slots - len(self._pending), remaining)

@@ -15,6 +15,7 @@ from archvocab.wire import (
     AgentView,
     BaselineCreate,
     CandidateInfo,
+    HypervolumeTrace,
     JobLease,
     JobResult,
     LeaseRef,
@@ -89,6 +90,12 @@ def list_searches(request: Request) -> list[SearchInfo]:
 @router.get("/searches/{search_id}", response_model=SearchInfo)
 def get_search(search_id: SearchId, request: Request) -> SearchInfo:
     return searches.get_search_info(_store(request), search_id)
+
+
+@router.get("/searches/{search_id}/hypervolume", response_model=HypervolumeTrace)
+def get_hypervolume(search_id: SearchId, request: Request) -> HypervolumeTrace:
+    """The measured frontier's normalised hypervolume after every result: convergence."""
+    return searches.hypervolume_trace(_store(request), search_id)
 
 
 @router.get("/searches/{search_id}/pareto", response_model=list[CandidateInfo])

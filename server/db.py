@@ -41,6 +41,8 @@ class SearchRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     finish_reason: Mapped[str | None] = mapped_column(String(32))
+    # The hypervolume's normalisation once fixed: {"ideal", "reference", "source"} (server.quality)
+    normalisation: Mapped[dict | None] = mapped_column(JSON)
 
 
 class ArchitectureRow(Base):
@@ -73,6 +75,12 @@ class CandidateRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     measurement_id: Mapped[int | None] = mapped_column(ForeignKey("measurements.id"))
     reused: Mapped[bool] = mapped_column(Boolean, default=False)  # measurement from the cache
+    # What the strategy's cost models predicted for the measurement (strategy hwnas).
+    prediction: Mapped[dict | None] = mapped_column(JSON)
+    # Set when the result is told: its rank among the search's results, and the hypervolume
+    # of the search's measured frontier with it (None until the normalisation is fixed).
+    result_seq: Mapped[int | None] = mapped_column(Integer)
+    hypervolume: Mapped[float | None] = mapped_column(Float)
 
     architecture: Mapped[ArchitectureRow] = relationship(lazy="joined")
     measurement: Mapped[MeasurementRow | None] = relationship(lazy="joined")

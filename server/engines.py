@@ -13,8 +13,17 @@ from archvocab.registry import ArchSpec, parse_space, parse_spec
 from archvocab.wire import SearchCreate
 from proxies.registry import PROXIES
 from search.baseline import LayerScaledEngine
+from search.engine import Engine
+from search.hypervolume import Normaliser
 from search.lts import PENDING, Candidate, LTSEngine
+from search.nsga2 import NSGA2Engine
+from search.steady import SteadyStateEngine
 from server.db import CandidateRow, SearchRow
+
+# strategy name (SearchCreate.strategy) -> engine class
+ENGINES: dict[str, type[Engine]] = {
+    e.strategy: e for e in (LTSEngine, NSGA2Engine, SteadyStateEngine, LayerScaledEngine)
+}
 
 
 def score(spec: ArchSpec) -> dict[str, float]:
@@ -39,8 +48,8 @@ def measured_values(row: CandidateRow) -> dict[str, float] | None:
     }
 
 
-def _engine_kwargs(request: SearchCreate) -> dict:
-    kwargs = {
+def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict:
+    kwargs: dict = {
         "objectives": list(request.objectives),
         "scorer": score,
         "seed": request.seed,
@@ -50,26 +59,26 @@ def _engine_kwargs(request: SearchCreate) -> dict:
     }
     if request.strategy == "layer_scaled":
         kwargs["layers"] = request.layers
+    if request.strategy == "hwnas":
+        # It steers by the hypervolume the search reports, once that is fixed.
+        kwargs["normaliser"] = normaliser
     return kwargs
 
 
-def _engine_type(request: SearchCreate) -> type[LTSEngine]:
-    """The engine class of the request's strategy."""
-    return {"lts": LTSEngine, "layer_scaled": LayerScaledEngine}[request.strategy]
-
-
 class EngineCache:
-    """search id -> live LTSEngine. Callers hold the service's write lock."""
+    """search id -> live engine. Callers hold the service's write lock."""
 
     def __init__(self) -> None:
-        self._engines: dict[int, LTSEngine] = {}
+        self._engines: dict[int, Engine] = {}
 
-    def new(self, search_id: int, request: SearchCreate) -> LTSEngine:
-        engine = _engine_type(request)(parse_space(request.space), **_engine_kwargs(request))
+    def new(self, search_id: int, request: SearchCreate, normaliser: Normaliser | None) -> Engine:
+        engine = ENGINES[request.strategy](
+            parse_space(request.space), **_engine_kwargs(request, normaliser)
+        )
         self._engines[search_id] = engine
         return engine
 
-    def get(self, session: Session, search: SearchRow) -> LTSEngine:
+    def get(self, session: Session, search: SearchRow) -> Engine:
         engine = self._engines.get(search.id)
         if engine is None:
             engine = self._restore(session, search)
@@ -83,7 +92,9 @@ class EngineCache:
         self._engines.pop(search_id, None)
 
     @staticmethod
-    def _restore(session: Session, search: SearchRow) -> LTSEngine:
+    def _restore(session: Session, search: SearchRow) -> Engine:
+        from server.quality import normaliser  # quality imports this module
+
         request = SearchCreate.model_validate(search.request)
         rows = session.scalars(
             select(CandidateRow)
@@ -95,15 +106,21 @@ class EngineCache:
             spec = parse_spec(row.architecture.spec)
             done = row.status in ("measured", "failed")
             history.append((spec, row.generation, measured_values(row) if done else PENDING))
-        return _engine_type(request).restore(
-            parse_space(request.space), history=history, **_engine_kwargs(request)
+        return ENGINES[request.strategy].restore(
+            parse_space(request.space),
+            history=history,
+            **_engine_kwargs(request, normaliser(search)),
         )
 
 
 def new_candidate_rows(search_id: int, batch: list[Candidate]) -> list[CandidateRow]:
     return [
         CandidateRow(
-            search_id=search_id, arch_id=c.arch_id, generation=c.generation, status="queued"
+            search_id=search_id,
+            arch_id=c.arch_id,
+            generation=c.generation,
+            status="queued",
+            prediction=c.predicted,
         )
         for c in batch
     ]

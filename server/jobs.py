@@ -25,6 +25,7 @@ from archvocab.wire import (
     ProxyRequest,
     SearchCreate,
 )
+from server import quality
 from server.cache import fingerprint_key, new_measurement
 from server.db import AgentRow, CandidateRow, SearchRow
 from server.engines import measured_values
@@ -105,7 +106,8 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
         requeue_expired(session, now)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
         runtimes, devices = _capabilities(agent)
-        for _ in range(_CLAIM_RACES):
+        topped_up = False
+        for _ in range(_CLAIM_RACES + 1):
             job_id = session.scalar(
                 select(CandidateRow.id)
                 .join(SearchRow, SearchRow.id == CandidateRow.search_id)
@@ -119,6 +121,12 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
                 .order_by(CandidateRow.id)
                 .limit(1)
             )
+            if job_id is None and not topped_up:
+                # Strategies without a generation barrier propose per free agent: this one
+                # may be the agent they have not proposed for yet.
+                topped_up = True
+                _top_up(store, session, agent, runtimes, devices)
+                continue
             if job_id is None:
                 return None
             lease_id = uuid.uuid4().hex
@@ -136,6 +144,23 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
             if won == 1:
                 return _lease(session, job_id, lease_id, expires, store.settings.lease_seconds)
         return None
+
+
+def _top_up(
+    store: Store, session: Session, agent: AgentRow, runtimes: list[str], devices: list[str]
+) -> None:
+    """Let every running search this agent could serve propose for the free slots."""
+    searches = session.scalars(
+        select(SearchRow).where(
+            SearchRow.status == "running",
+            SearchRow.device_class == agent.device_class,
+            SearchRow.runtime.in_(runtimes),
+            SearchRow.device.in_(devices),
+        )
+    ).all()
+    for search in searches:
+        advance(store, session, search)
+    session.flush()
 
 
 def _capabilities(agent: AgentRow) -> tuple[list[str], list[str]]:
@@ -237,4 +262,6 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
         session.flush()
         if engine is not None:
             engine.tell(row.arch_id, measured_values(row))
+        quality.record_result(session, search, row, engine)
+        if engine is not None:
             advance(store, session, search)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from datetime import timedelta
+
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from archvocab.wire import CandidateInfo, SearchCreate, SearchInfo
-from server.db import CandidateRow, SearchRow
+from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
+from server import quality
+from server.db import AgentRow, CandidateRow, SearchRow
 from server.frontier import frontier_ids
 from server.store import Store, enqueue, get_search
 from server.views import candidate_info, search_info
@@ -22,10 +25,11 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
             device=request.measurement.device,
             request=request.model_dump(mode="json"),
             created_at=store.now(),
+            normalisation=quality.initial_normalisation(request),
         )
         session.add(search)
         session.flush()
-        store.engines.new(search.id, request)
+        store.engines.new(search.id, request, quality.normaliser(search))
         try:
             advance(store, session, search)
         except Exception:
@@ -35,16 +39,30 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
     return get_search_info(store, search_id)
 
 
+def measuring_slots(store: Store, session: Session, search: SearchRow) -> int:
+    """How many measurements this search can have running at once: the agents of its device
+    class seen within a lease period (at least one)."""
+    since = store.now() - timedelta(seconds=store.settings.lease_seconds)
+    live = session.scalar(
+        select(func.count(AgentRow.id)).where(
+            AgentRow.device_class == search.device_class, AgentRow.last_seen_at >= since
+        )
+    )
+    return max(1, live or 0)
+
+
 def advance(store: Store, session: Session, search: SearchRow) -> None:
-    """Ask the engine for the next generation when the current one is done; finish when spent."""
+    """Ask the engine for what to measure next; finish the search when the engine is done."""
     if search.status != "running":
         return
     engine = store.engines.get(session, search)
-    # Cache hits are told at once, which can complete a generation: ask again until the engine
-    # waits on real measurements or is done.
-    while batch := engine.ask():
-        for arch_id, values in enqueue(session, search, batch, store.now()).items():
-            engine.tell(arch_id, values)
+    slots = measuring_slots(store, session, search)
+    # Cache hits are told at once, which can complete a generation or free a slot: ask again
+    # until the engine waits on real measurements or is done.
+    while batch := engine.ask(slots):
+        for row, values in enqueue(session, search, batch, store.now()):
+            engine.tell(row.arch_id, values)
+            quality.record_result(session, search, row, engine)
     if engine.finished:
         search.status = "finished"
         search.finish_reason = engine.finish_reason
@@ -57,6 +75,12 @@ def _rows(session: Session, search_id: int) -> list[CandidateRow]:
         select(CandidateRow).where(CandidateRow.search_id == search_id).order_by(CandidateRow.id)
     )
     return list(session.scalars(query).unique())
+
+
+def hypervolume_trace(store: Store, search_id: int) -> HypervolumeTrace:
+    with store.read() as session:
+        search = get_search(session, search_id)
+        return quality.trace(search, _rows(session, search_id))
 
 
 def get_search_info(store: Store, search_id: int) -> SearchInfo:

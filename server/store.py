@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from search.lts import Candidate
 from server.cache import find_cached
-from server.db import ArchitectureRow, SearchRow, make_engine
+from server.db import ArchitectureRow, CandidateRow, SearchRow, make_engine
 from server.engines import EngineCache, measured_values, new_candidate_rows
 from server.errors import NotFound
 from server.settings import Settings
@@ -59,11 +59,11 @@ def get_search(session: Session, search_id: int) -> SearchRow:
 
 def enqueue(
     session: Session, search: SearchRow, batch: list[Candidate], now: datetime
-) -> dict[str, dict[str, float]]:
+) -> list[tuple[CandidateRow, dict[str, float]]]:
     """Persist a batch of proposals: architectures (shared) first, then their jobs.
 
     A proposal the cache already has a measurement for is stored as measured (reused) instead
-    of queued; returns those as arch id -> objective values, for the engine to be told.
+    of queued; returns those rows with their objective values, for the engine to be told.
     """
     for candidate in batch:
         if session.get(ArchitectureRow, candidate.arch_id) is None:
@@ -85,4 +85,5 @@ def enqueue(
             row.status, row.reused, row.finished_at = "measured", True, now
             row.measurement = hit
     session.add_all(rows)
-    return {row.arch_id: measured_values(row) for row in rows if row.reused}
+    session.flush()
+    return [(row, measured_values(row)) for row in rows if row.reused]

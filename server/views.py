@@ -17,6 +17,7 @@ from archvocab.wire import (
 )
 from server.db import CandidateRow, MeasurementRow, SearchRow
 from server.frontier import frontier_ids, is_feasible, objective_values
+from server.quality import latest_hypervolume, model_errors
 from server.settings import as_utc
 
 
@@ -50,6 +51,7 @@ def candidate_info(row: CandidateRow, request: SearchCreate, on_frontier: bool) 
 
 
 def progress(request: SearchCreate, rows: list[CandidateRow], generation: int) -> Progress:
+
     counts = {s: 0 for s in ("queued", "running", "measured", "failed", "cancelled")}
     reused = 0
     for row in rows:
@@ -64,6 +66,7 @@ def progress(request: SearchCreate, rows: list[CandidateRow], generation: int) -
         failed=counts["failed"],
         reused=reused,
         generation=generation,
+        hypervolume=latest_hypervolume(rows),
     )
 
 
@@ -84,6 +87,7 @@ def best_so_far(rows: list[CandidateRow], request: SearchCreate) -> list[Objecti
 
 
 def search_info(search: SearchRow, rows: list[CandidateRow]) -> SearchInfo:
+
     request = SearchCreate.model_validate(search.request)
     generation = max((r.generation for r in rows), default=0)
     return SearchInfo(
@@ -97,6 +101,7 @@ def search_info(search: SearchRow, rows: list[CandidateRow]) -> SearchInfo:
         progress=progress(request, rows, generation),
         frontier_size=len(frontier_ids(rows, request)),
         best=best_so_far(rows, request),
+        surrogate=model_errors(rows, request),
         request=request,
     )
 

@@ -1,0 +1,205 @@
+"""How good a search's frontier is and how well its models predict: hypervolume after every
+result, and the cost models' error. Computed here, stored on the rows, read by the API.
+
+The hypervolume's normalisation (`archvocab.search_wire.HypervolumeSettings`) is fixed once:
+what the request gives, else a zero-cost proxy's range over a seeded sample of the space,
+else a hardware objective's constraint bound (ideal 0); whatever is still open is fixed from
+the first ten successful measurements, and then every earlier result gets its value too.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from archvocab.proxy_catalog import PROXY_CATALOG
+from archvocab.registry import parse_space
+from archvocab.wire import (
+    HARDWARE_OBJECTIVES,
+    OBJECTIVE_SENSE,
+    HypervolumePoint,
+    HypervolumeTrace,
+    ModelError,
+    SearchCreate,
+)
+from search.engine import Engine
+from search.hypervolume import Normaliser, hypervolume
+from server.db import CandidateRow, SearchRow
+from server.engines import score
+from server.frontier import is_feasible, objective_values
+from server.settings import as_utc
+
+SPACE_SAMPLE = 500  # specs sampled to bound a zero-cost proxy when the search starts
+FIRST_RESULTS = 10  # successful measurements that fix a reference nothing else gave
+_BOUNDS = {"latency_ms": "max_latency_ms", "memory_mb": "max_memory_mb"}
+
+
+def initial_normalisation(request: SearchCreate) -> dict:
+    """What can be fixed when the search starts: {"ideal", "reference", "source"}."""
+    ideal = dict(request.hypervolume.ideal)
+    reference = dict(request.hypervolume.reference)
+    source = {name: "request" for name in reference}
+    zero_cost = [
+        o
+        for o in request.objectives
+        if o in PROXY_CATALOG and PROXY_CATALOG[o].cost == "zero" and o not in reference
+    ]
+    if zero_cost:
+        space = parse_space(request.space)
+        rng = random.Random(f"hwnas.quality:{request.seed}")
+        sampled = [score(space.sample(rng)) for _ in range(SPACE_SAMPLE)]
+        for name in zero_cost:
+            values = [s[name] for s in sampled if name in s]
+            ideal.setdefault(name, max(values))
+            reference[name] = min(values)
+            source[name] = f"space sample ({SPACE_SAMPLE} specs)"
+    for name in request.objectives:
+        if name not in HARDWARE_OBJECTIVES:
+            continue
+        ideal.setdefault(name, 0.0)
+        bound = getattr(request.constraints, _BOUNDS[name])
+        if name not in reference and bound is not None:
+            reference[name], source[name] = float(bound), "constraint"
+    return {"ideal": ideal, "reference": reference, "source": source}
+
+
+def normaliser(search: SearchRow) -> Normaliser | None:
+    """The search's fixed normalisation, or None while a reference is still open."""
+    norm = search.normalisation or {}
+    objectives = SearchCreate.model_validate(search.request).objectives
+    reference = norm.get("reference", {})
+    if not all(o in reference and o in norm.get("ideal", {}) for o in objectives):
+        return None
+    return Normaliser(objectives, norm["ideal"], reference)
+
+
+def record_result(
+    session: Session, search: SearchRow, row: CandidateRow, engine: Engine | None
+) -> None:
+    """Number a told result and store the frontier's hypervolume with it."""
+    last = session.scalar(
+        select(func.max(CandidateRow.result_seq)).where(CandidateRow.search_id == search.id)
+    )
+    row.result_seq = (last or 0) + 1
+    norm = normaliser(search)
+    if norm is None:
+        if _fix_from_results(session, search):
+            _backfill(session, search)
+            if engine is not None:
+                engine.use_normaliser(normaliser(search))
+        return
+    if engine is not None:
+        values = [engine.objective_values(c.arch_id) for c in engine.frontier()]
+        row.hypervolume = hypervolume(norm.points(values)) if values else 0.0
+
+
+def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:
+    query = (
+        select(CandidateRow)
+        .where(CandidateRow.search_id == search.id, CandidateRow.result_seq.is_not(None))
+        .order_by(CandidateRow.result_seq)
+    )
+    return list(session.scalars(query).unique())
+
+
+def _fix_from_results(session: Session, search: SearchRow) -> bool:
+    """Fix the open references from the first measurements, once there are enough."""
+    request = SearchCreate.model_validate(search.request)
+    rows = [r for r in _told_rows(session, search) if r.status == "measured"]
+    if len(rows) < min(FIRST_RESULTS, request.budget.max_evaluations):
+        return False
+    first = [objective_values(r, request) for r in rows[:FIRST_RESULTS]]
+    norm = {k: dict(v) for k, v in (search.normalisation or {}).items()}
+    for name in request.objectives:
+        if name in norm["reference"]:
+            continue
+        values = [v[name] for v in first if v[name] is not None]
+        lo, hi = min(values), max(values)
+        span = (hi - lo) or max(abs(hi), 1.0)
+        if name in HARDWARE_OBJECTIVES:
+            norm["reference"][name] = 2.0 * hi
+        elif OBJECTIVE_SENSE[name] == "max":
+            norm["ideal"].setdefault(name, hi + span)
+            norm["reference"][name] = lo - span
+        else:
+            norm["ideal"].setdefault(name, lo - span)
+            norm["reference"][name] = hi + span
+        norm["source"][name] = f"first {FIRST_RESULTS} measurements"
+    search.normalisation = norm
+    return True
+
+
+def _backfill(session: Session, search: SearchRow) -> None:
+    """Hypervolume after each result so far, replayed in result order."""
+    request = SearchCreate.model_validate(search.request)
+    norm = normaliser(search)
+    points: list[np.ndarray] = []
+    for row in _told_rows(session, search):
+        if is_feasible(row, request):
+            points.append(norm(objective_values(row, request)))
+        row.hypervolume = hypervolume(np.array(points)) if points else 0.0
+
+
+def trace(search: SearchRow, rows: list[CandidateRow]) -> HypervolumeTrace:
+    request = SearchCreate.model_validate(search.request)
+    norm = search.normalisation or {}
+    fixed = normaliser(search) is not None
+    points, device_s, measured = [], 0.0, 0
+    for row in sorted((r for r in rows if r.result_seq is not None), key=lambda r: r.result_seq):
+        if row.status == "measured":
+            measured += 1
+            if not row.reused and row.measurement is not None:
+                device_s += float(row.measurement.result.get("total_s", 0.0))
+        if row.hypervolume is None or row.finished_at is None:
+            continue
+        points.append(
+            HypervolumePoint(
+                results=row.result_seq,
+                measured=measured,
+                device_s=round(device_s, 3),
+                at=as_utc(row.finished_at),
+                hypervolume=row.hypervolume,
+            )
+        )
+    return HypervolumeTrace(
+        search_id=search.id,
+        objectives=list(request.objectives),
+        ideal=norm.get("ideal") if fixed else None,
+        reference=norm.get("reference") if fixed else None,
+        source=norm.get("source", {}),
+        points=points,
+    )
+
+
+def latest_hypervolume(rows: list[CandidateRow]) -> float | None:
+    told = [r for r in rows if r.result_seq is not None and r.hypervolume is not None]
+    return max(told, key=lambda r: r.result_seq).hypervolume if told else None
+
+
+def model_errors(rows: list[CandidateRow], request: SearchCreate) -> list[ModelError]:
+    """Per predicted objective: |predicted - measured| / measured over measured candidates."""
+    done = sorted(
+        (r for r in rows if r.prediction and r.status == "measured" and r.result_seq),
+        key=lambda r: r.result_seq,
+    )
+    errors: dict[str, list[float]] = {}
+    for row in done:
+        measured = objective_values(row, request)
+        for name, predicted in row.prediction.items():
+            actual = measured.get(name)
+            if actual:
+                errors.setdefault(name, []).append(100.0 * abs(predicted - actual) / abs(actual))
+    return [
+        ModelError(
+            objective=name,
+            predictions=len(values),
+            median_abs_pct=round(statistics.median(values), 3),
+            p90_abs_pct=round(float(np.percentile(values, 90)), 3),
+            recent_median_abs_pct=round(statistics.median(values[-50:]), 3),
+        )
+        for name, values in errors.items()
+    ]
