@@ -6,6 +6,7 @@ with surrogate screening). `search.pareto` holds the exact non-dominated-set com
 `search.hypervolume` the normalised hypervolume every strategy is judged by.
 """
 
+from search.engine import Engine
 from search.errors import (
     AlreadyTold,
     InvalidHistory,
@@ -13,7 +14,6 @@ from search.errors import (
     SearchError,
     UnknownCandidate,
 )
-from search.engine import Engine
 from search.hypervolume import Normaliser, hypervolume
 from search.lts import LTSEngine
 from search.nsga2 import NSGA2Engine
