@@ -78,7 +78,11 @@ def contributions(front: ArrayLike) -> NDArray[np.float64]:
     if len(pts) == 0:
         return out
     inside = (pts < 1.0).all(axis=1)
-    if inside.sum() == 1:
+    if pts.shape[1] == 1 and inside.any():  # moocore needs two columns; on a line only the
+        order = np.argsort(pts[:, 0], kind="stable")  # best point holds anything exclusively
+        best, rest = order[0], pts[order[1:], 0]
+        out[best] = min(float(rest.min()) if len(rest) else 1.0, 1.0) - pts[best, 0]
+    elif inside.sum() == 1:
         out[inside] = np.prod(1.0 - pts[inside][0])
     elif inside.any():
         out[inside] = moocore.hv_contributions(pts[inside], ref=np.ones(pts.shape[1]))
@@ -107,7 +111,7 @@ def improvements(front: ArrayLike, candidates: ArrayLike) -> NDArray[np.float64]
 
 def epsilon_gaps(front: ArrayLike, candidates: ArrayLike) -> NDArray[np.float64]:
     """Additive epsilon by which each candidate misses being non-dominated by `front`:
-    negative or zero means it is not dominated; smaller is closer to the frontier."""
+    negative means no front point weakly dominates it (at 0 one may); smaller is closer."""
     pts = np.asarray(front, dtype=float)
     cand = np.asarray(candidates, dtype=float)
     if len(pts) == 0:

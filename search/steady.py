@@ -94,7 +94,8 @@ class SteadyStateEngine(Engine):
             index = len(self._candidates) + len(batch)
             rng = random.Random(f"hwnas.search.steady:{self._seed}:{index}")
             if index < self._population.initial or models is None:
-                if models is None and index >= self._population.initial and self._pending:
+                initial_out = self._pending or self.told < self._population.initial
+                if models is None and index >= self._population.initial and initial_out:
                     break  # too few results to model yet: wait for the initial design
                 candidate = self._random_candidate(rng, taken)
             else:
@@ -168,8 +169,11 @@ class SteadyStateEngine(Engine):
             elif len(parents) < 2 or rng.random() < 0.5:
                 spec = self._space.mutate(rng.choices(parents, weights)[0], rng, p.mutation_prob)
             else:
-                a, b = rng.choices(parents, weights, k=2)
-                spec = self._space.crossover(a, b, rng, p.crossover_prob)
+                # Two different parents: a crossover of a parent with itself is the parent.
+                i = rng.choices(range(len(parents)), weights)[0]
+                others = [j for j in range(len(parents)) if j != i]
+                j = rng.choices(others, [weights[k] for k in others])[0]
+                spec = self._space.crossover(parents[i], parents[j], rng, p.crossover_prob)
             if spec.arch_id in taken or spec.arch_id in pool:
                 continue
             proxies = self._admit(spec)
