@@ -28,39 +28,19 @@ import httpx
 
 from archvocab.space import GPT2Space
 from bench.agent_loop import _free_port, _start_server
-from bench.replay import DeviceReplay, bench_normalisation
-from proxies.flops import flops
-from proxies.params import decoder_params, total_params
-from search.hypervolume import Normaliser, hypervolume
-from search.lts import LTSEngine
+from bench.replay import DeviceReplay
+from bench.search_efficiency import make_normaliser, run_one
+from search.hypervolume import Normaliser
 
 DEVICE_CLASS = "bench-real"
-OBJECTIVES = ["decoder_params", "latency_ms", "memory_mb"]
 CHECKPOINTS = (50, 100, 150, 200, 250, 300, 400, 500, 600)
-
-
-def score(spec) -> dict[str, float]:
-    return {
-        "decoder_params": float(decoder_params(spec)),
-        "total_params": float(total_params(spec)),
-        "flops": float(flops(spec)),
-    }
 
 
 def lts_full_budget(replay: DeviceReplay, norm: Normaliser, seeds: int) -> list[float]:
     """LTS's hypervolume after 3,000 replayed measurements, per seed."""
-    out = []
-    for seed in range(seeds):
-        engine = LTSEngine(
-            GPT2Space(), objectives=OBJECTIVES, scorer=score, seed=seed, max_evaluations=3000
-        )
-        while batch := engine.ask():
-            for c in batch:
-                r = replay.measure(c.spec)
-                engine.tell(c.arch_id, {"latency_ms": r.latency_ms, "memory_mb": r.memory_mb})
-        front = [engine.objective_values(c.arch_id) for c in engine.frontier()]
-        out.append(hypervolume(norm.points(front)))
-    return out
+    return [
+        run_one("lts", GPT2Space(), replay, norm, seed, 3000)["hv"][-1] for seed in range(seeds)
+    ]
 
 
 def run_real(budget: int, seed: int, agents: int, normalisation: dict, workdir: Path) -> dict:
@@ -175,11 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.time()
     replay = DeviceReplay.load()
-    normalisation = bench_normalisation(replay)
-    norm = Normaliser(OBJECTIVES, normalisation["ideal"], normalisation["reference"])
+    norm = make_normaliser(replay, GPT2Space())
     lts = lts_full_budget(replay, norm, args.lts_seeds)
     with tempfile.TemporaryDirectory(prefix="hwnas-confirm-") as tmp:
-        real = run_real(args.budget, args.seed, args.agents, normalisation, Path(tmp))
+        real = run_real(args.budget, args.seed, args.agents, norm.to_dict(), Path(tmp))
     lines = report(real, lts, args.budget)
     lines.append(
         f"wall time {time.time() - started:.0f} s; command: bench/confirm_real.py "

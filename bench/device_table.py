@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     space_dict = parse_space(json.loads(args.space)).to_dict()
     settings = MeasurementSettings()
     table = {
-        "command": "bench/device_table.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+        "command": "bench/device_table.py "
+        + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
         "fingerprint": device_fingerprint().model_dump(mode="json"),
         "settings": settings.model_dump(mode="json"),
         "space": space_dict,

@@ -146,37 +146,3 @@ class DeviceReplay:
         near = np.argsort(distance)[:NEIGHBOURS]
         weights = 1.0 / (distance[near] + 0.05)
         return weights / weights.sum(), near
-
-
-def gpt2_extremes() -> tuple[ArchSpec, ArchSpec]:
-    """The default GPT-2 space's smallest and largest members (every gene at its bound)."""
-    from archvocab.space import GPT2Space
-
-    space = GPT2Space()
-    smallest = space._make(
-        n_layer=2, d_model=128, d_inner=[256] * 2, n_head=[2] * 2, d_embed=128, div_val=4
-    )
-    largest = space._make(
-        n_layer=16, d_model=1024, d_inner=[4096] * 16, n_head=[8] * 16, d_embed=512, div_val=1
-    )
-    return smallest, largest
-
-
-def bench_normalisation(replay: DeviceReplay) -> dict[str, dict[str, float]]:
-    """The hypervolume normalisation every search benchmark shares: decoder parameters from
-    the space's smallest (reference) to largest (ideal) member; latency and memory from 0 to
-    the replayed cost of the largest member. As a search request's `hypervolume` field."""
-    smallest, largest = gpt2_extremes()
-    cost = replay.measure(largest)
-    return {
-        "ideal": {
-            "decoder_params": float(decoder_params(largest)),
-            "latency_ms": 0.0,
-            "memory_mb": 0.0,
-        },
-        "reference": {
-            "decoder_params": float(decoder_params(smallest)),
-            "latency_ms": cost.latency_ms,
-            "memory_mb": cost.memory_mb,
-        },
-    }

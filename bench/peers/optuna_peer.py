@@ -1,0 +1,130 @@
+"""A peer baseline: Optuna's NSGA-II on LTS's GPT-2 decoder space.
+
+The search-efficiency benchmark compares hwnas's strategies with off-the-shelf optimisers at
+equal measurement budgets. This module is one such peer: `optuna.samplers.NSGAIISampler`
+driven through Optuna's ask/tell interface on the same three objectives that hwnas's
+strategies optimise (maximise the analytic `decoder_params`, minimise the replayed device's
+`latency_ms` and `memory_mb`), written the way an Optuna user would write it.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Mapping
+
+import optuna
+
+from archvocab.space import GPT2Space
+from archvocab.spec import GPT2Spec
+
+__all__ = ["propose", "run_optuna_nsga2"]
+
+DIRECTIONS = ["maximize", "minimize", "minimize"]
+OBJECTIVES = ("decoder_params", "latency_ms", "memory_mb")
+# A budget counts distinct architectures; once NSGA-II has converged it may propose little
+# else than repeats, so the ask/tell loop gives up after this many trials per unit of budget.
+MAX_TRIALS_PER_BUDGET = 50
+
+Measure = Callable[[GPT2Spec], Mapping[str, float]]
+Score = Callable[[GPT2Spec], Mapping[str, float]]
+
+
+def run_optuna_nsga2(
+    space: GPT2Space,
+    measure: Measure,
+    score: Score,
+    *,
+    budget: int,
+    seed: int,
+    population_size: int = 100,
+) -> list[tuple[object, dict[str, float]]]:
+    """Run Optuna's NSGA-II for `budget` distinct measured architectures.
+
+    space: archvocab.space.GPT2Space; measure(spec) -> dict with 'latency_ms', 'memory_mb'
+    (and maybe more keys, kept); score(spec) -> dict with 'decoder_params' among others.
+    Returns [(spec, values)] in measurement order, one entry per DISTINCT architecture
+    measured, values = {**score(spec), **measure(spec)}.
+
+    The search space is define-by-run: n_layer, d_model, d_embed and div_val, then d_inner_i
+    and n_head_i for each of the n_layer layers only. Optuna needs a parameter's distribution
+    to be the same in every trial, so the per-layer genes range over the whole grid and are
+    repaired once d_model is known: d_inner_i is raised to the least grid value
+    >= d_inner_min_factor x d_model, n_head_i becomes the nearest head count dividing d_model
+    (and d_model the nearest usable one, for spaces where some are not). Optuna's NSGA-II
+    evolves only the parameters every trial has (its intersection search space), so genes of
+    layers deeper than the shallowest depth seen are drawn at random, as for any Optuna user.
+
+    A proposal that repairs to an architecture already measured is told its cached values,
+    not measured again and not counted against the budget. The loop stops early, returning
+    what it has, after MAX_TRIALS_PER_BUDGET x budget trials.
+    """
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    results: list[tuple[object, dict[str, float]]] = []
+    cache: dict[str, dict[str, float]] = {}
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            # Optuna flags experimental features and upcoming changes with warnings; the
+            # test suite turns warnings into errors, and none of them changes this run.
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            study = _make_study(seed, population_size)
+            for _ in range(MAX_TRIALS_PER_BUDGET * budget):
+                trial = study.ask()
+                spec = propose(trial, space)
+                values = cache.get(spec.arch_id)
+                if values is None:
+                    values = {**score(spec), **measure(spec)}
+                    cache[spec.arch_id] = values
+                    results.append((spec, values))
+                study.tell(trial, [float(values[name]) for name in OBJECTIVES])
+                if len(results) >= budget:
+                    break
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    return results
+
+
+def _make_study(seed: int, population_size: int) -> optuna.Study:
+    sampler = optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed)
+    # No storage argument: Optuna keeps the study in memory.
+    return optuna.create_study(directions=DIRECTIONS, sampler=sampler)
+
+
+def propose(trial: optuna.Trial, space: GPT2Space) -> GPT2Spec:
+    """Suggest one architecture's genes on `trial` and repair them into a member of `space`."""
+    n_layer = trial.suggest_int(
+        "n_layer", space.n_layer.min, space.n_layer.max, step=space.n_layer.step
+    )
+    d_model = _nearest(
+        trial.suggest_int("d_model", space.d_model.min, space.d_model.max, step=space.d_model.step),
+        space._d_models,  # the d_model values that admit a head count and a d_inner
+    )
+    d_embed = trial.suggest_categorical("d_embed", list(space.d_embed))
+    div_val = trial.suggest_categorical("div_val", list(space.div_val))
+    grid = space.d_inner
+    # The space's own rules for which per-layer values a d_model admits, so a repaired spec
+    # is a member by the same test check_member applies.
+    lowest_inner = space._inners_for(d_model)[0]
+    heads = space._heads_for(d_model)
+    d_inner, n_head = [], []
+    for i in range(n_layer):
+        inner = trial.suggest_int(f"d_inner_{i}", grid.min, grid.max, step=grid.step)
+        d_inner.append(max(inner, lowest_inner))
+        n_head.append(_nearest(trial.suggest_categorical(f"n_head_{i}", list(space.n_head)), heads))
+    return space._make(
+        n_layer=n_layer,
+        d_model=d_model,
+        d_inner=d_inner,
+        n_head=n_head,
+        d_embed=d_embed,
+        div_val=div_val,
+    )
+
+
+def _nearest(value: int, allowed: list[int] | tuple[int, ...]) -> int:
+    """The allowed value closest to `value`; ties go to the smaller one, deterministically."""
+    return min(allowed, key=lambda a: (abs(a - value), a))

@@ -1,0 +1,130 @@
+"""bench/search_efficiency.py: the --quick run's structure and sanity (no timings asserted)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import search_efficiency as se
+from bench.replay import DeviceReplay
+from proxies.params import decoder_params
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+    out = tmp_path_factory.mktemp("search_efficiency") / "quick.json"
+    assert se.main(["--quick", "--json", str(out)]) == 0
+    return json.loads(out.read_text()), str(out)
+
+
+def test_every_strategy_and_seed_ran_to_its_budget(quick: tuple[dict, str]) -> None:
+    payload, _ = quick
+    budgets = {
+        "lts": se.QUICK["budget_lts"],
+        "hwnas": se.QUICK["budget_hwnas"],
+        "nsga2": se.QUICK["budget_peers"],
+        "optuna": se.QUICK["budget_peers"],
+    }
+    assert payload["budgets"] == budgets
+    assert set(payload["results"]) == set(se.STRATEGIES)
+    for strategy, runs in payload["results"].items():
+        assert [run["seed"] for run in runs] == list(range(se.QUICK["seeds"]))
+        for run in runs:
+            assert run["measurements"] == budgets[strategy] == len(run["hv"])
+            assert 0 <= run["from_table"] <= run["measurements"]
+            assert len(run["device_s"]) == len(run["hv"])
+
+
+def test_curves_are_monotone_and_in_the_unit_box(quick: tuple[dict, str]) -> None:
+    payload, _ = quick
+    for runs in payload["results"].values():
+        for run in runs:
+            hv, device = run["hv"], run["device_s"]
+            assert all(b >= a for a, b in zip(hv, hv[1:]))
+            assert all(b > a for a, b in zip(device, device[1:]))
+            assert device[0] > 0
+            assert 0 < hv[-1] < 1
+
+
+def test_report_has_targets_and_the_fixed_normalisation(quick: tuple[dict, str]) -> None:
+    payload, _ = quick
+    report = "\n".join(payload["report"])
+    assert "fixed normalisation shared by every strategy" in report
+    assert sum(line.startswith(("PASS:", "FAIL:")) for line in payload["report"]) == 2
+    assert {"reach", "reach_100", "ahead_of_peer", "target_measurements"} <= set(payload["summary"])
+    for where in ("table", "interpolated"):
+        assert set(payload["summary"]["linearity"][where]) == {"latency_ms", "memory_mb"}
+    ideal, reference = payload["normaliser"]["ideal"], payload["normaliser"]["reference"]
+    assert ideal["decoder_params"] > reference["decoder_params"] > 0
+    assert ideal["latency_ms"] == ideal["memory_mb"] == 0
+    assert reference["latency_ms"] > 0 and reference["memory_mb"] > 0
+
+
+def test_reach_agrees_with_the_curves(quick: tuple[dict, str]) -> None:
+    payload, _ = quick
+    levels = {run["seed"]: run["hv"][-1] for run in payload["results"]["lts"]}
+    for strategy, got in payload["summary"]["reach"].items():
+        for run in payload["results"][strategy]:
+            count = got["counts"][str(run["seed"])]
+            level = se.TARGET_SHARE * levels[run["seed"]]
+            if count is None:
+                assert max(run["hv"]) < level
+            else:
+                assert run["hv"][count - 1] >= level
+                assert count == 1 or run["hv"][count - 2] < level
+
+
+def test_extremes_bound_the_space() -> None:
+    replay = DeviceReplay.load()
+    space = se.parse_space(replay.space or {})
+    largest, smallest = se.extremes(space)
+    rng = random.Random(0)
+    sizes = [decoder_params(space.sample(rng)) for _ in range(500)]
+    assert decoder_params(smallest) <= min(sizes) and max(sizes) <= decoder_params(largest)
+
+
+def test_incremental_hypervolume_matches_a_full_recomputation() -> None:
+    replay = DeviceReplay.load()
+    space = se.parse_space(replay.space or {})
+    normaliser = se.make_normaliser(replay, space)
+    curve = se.Curve(normaliser)
+    rng = random.Random(1)
+    rows = []
+    for _ in range(60):
+        spec = space.sample(rng)
+        got = replay.measure(spec)
+        rows.append({**se.score(spec), "latency_ms": got.latency_ms, "memory_mb": got.memory_mb})
+        curve.add(rows[-1], got.wall_s, got.from_table)
+    assert curve.hv[-1] == pytest.approx(se.hypervolume(normaliser.points(rows)), rel=1e-12)
+
+
+def test_the_documented_command_runs_as_a_script(tmp_path: Path) -> None:
+    out = tmp_path / "script.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/search_efficiency.py",
+            "--quick",
+            "--seeds",
+            "1",
+            "--strategies",
+            "lts",
+            "hwnas",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "### Targets" in done.stdout
+    assert set(json.loads(out.read_text())["results"]) == {"lts", "hwnas"}
