@@ -40,7 +40,6 @@ from search.records import Candidate
 from search.surrogate import CostModel, analytic_features
 
 _MARGIN = 0.1  # the adaptive reference lies this share of each objective's range past the worst
-_CONTRIBUTION_FLOOR = 0.05  # share of the parent weight spread evenly over the frontier
 
 
 class SteadyStateEngine(Engine):
@@ -48,8 +47,9 @@ class SteadyStateEngine(Engine):
 
     `population.initial` random samples start it; afterwards each proposal screens
     `pool_size` offspring (`random_share` of them fresh samples) with the cost models,
-    optimistic by `optimism` typical residuals. Mutation and crossover use the population's
-    probabilities.
+    optimistic by `optimism` typical residuals. Parents are drawn by hypervolume contribution,
+    with `parent_floor` of the weight spread evenly over the frontier (1: uniform). Mutation
+    and crossover use the population's probabilities.
     """
 
     strategy = "hwnas"
@@ -60,6 +60,7 @@ class SteadyStateEngine(Engine):
         pool_size: int = 256,
         optimism: float = 1.0,
         random_share: float = 0.1,
+        parent_floor: float = 0.05,
         normaliser: Normaliser | None = None,
         **kwargs: Any,
     ) -> None:
@@ -68,6 +69,7 @@ class SteadyStateEngine(Engine):
         self._pool_size = pool_size
         self._optimism = optimism
         self._random_share = random_share
+        self._parent_floor = parent_floor
         self._senses = self._objectives.senses
         # Objectives a measurement tells (not known at proposal), and bounded metrics.
         self._bounds = {
@@ -159,7 +161,8 @@ class SteadyStateEngine(Engine):
             share = contributions(points)
             total = share.sum()
             share = share / total if total > 0 else np.zeros(len(front))
-            weights = list((1 - _CONTRIBUTION_FLOOR) * share + _CONTRIBUTION_FLOOR / len(front))
+            floor = self._parent_floor
+            weights = list((1 - floor) * share + floor / len(front))
             parents = [c.spec for c in front]
         p = self._population
         pool: dict[str, tuple[ArchSpec, dict[str, float]]] = {}
