@@ -16,6 +16,7 @@ from archvocab.space import GPT2Space, IntRange
 from archvocab.spec import GPT2Spec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params, total_params
+from search.engine import Engine
 from search.lts import Candidate, LTSEngine
 
 SMALL_POPULATION = Population(initial=12, parents=4, mutations=6, crossovers=6)
@@ -61,7 +62,8 @@ def measure(spec: GPT2Spec) -> dict[str, float]:
     return {"latency_ms": latency, "memory_mb": memory}
 
 
-def make_engine(space: Any = None, **overrides: Any) -> LTSEngine:
+def make_engine(space: Any = None, *, engine: type[Engine] = LTSEngine, **overrides: Any) -> Any:
+    """An engine of any strategy over small_space() (or `space`) with small test defaults."""
     kwargs: dict[str, Any] = {
         "objectives": list(OBJECTIVES),
         "scorer": score,
@@ -71,7 +73,7 @@ def make_engine(space: Any = None, **overrides: Any) -> LTSEngine:
         "constraints": Constraints(),
     }
     kwargs.update(overrides)
-    return LTSEngine(small_space() if space is None else space, **kwargs)
+    return engine(small_space() if space is None else space, **kwargs)
 
 
 def drive(

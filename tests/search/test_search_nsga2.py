@@ -14,6 +14,7 @@ from search_factories import (
     OBJECTIVES,
     SMALL_POPULATION,
     drive,
+    make_engine,
     measure,
     minimised,
     score,
@@ -34,16 +35,7 @@ BOUNDS = Constraints(max_latency_ms=6.0, min_decoder_params=300_000)
 
 
 def make_nsga2(space: Any = None, **overrides: Any) -> NSGA2Engine:
-    kwargs: dict[str, Any] = {
-        "objectives": list(OBJECTIVES),
-        "scorer": score,
-        "seed": 0,
-        "max_evaluations": 60,
-        "population": SMALL_POPULATION,
-        "constraints": Constraints(),
-    }
-    kwargs.update(overrides)
-    return NSGA2Engine(small_space() if space is None else space, **kwargs)
+    return make_engine(space, engine=NSGA2Engine, **{**overrides})
 
 
 def fails(spec: GPT2Spec) -> bool:

@@ -17,6 +17,7 @@ from search_factories import (
     SMALL_POPULATION,
     SpySpace,
     drive,
+    make_engine,
     measure,
     score,
     small_space,
@@ -48,17 +49,7 @@ def mid_space() -> GPT2Space:
 
 
 def make_steady(space: Any = None, **overrides: Any) -> SteadyStateEngine:
-    kwargs: dict[str, Any] = {
-        "objectives": list(OBJECTIVES),
-        "scorer": score,
-        "seed": 0,
-        "max_evaluations": 60,
-        "population": SMALL_POPULATION,
-        "constraints": Constraints(),
-        "pool_size": 32,
-    }
-    kwargs.update(overrides)
-    return SteadyStateEngine(small_space() if space is None else space, **kwargs)
+    return make_engine(space, engine=SteadyStateEngine, **{"pool_size": 32, **overrides})
 
 
 def never(spec: GPT2Spec) -> bool:
