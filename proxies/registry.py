@@ -146,3 +146,12 @@ def get_proxy(name: str) -> Proxy:
         raise InvalidSpec(
             "proxy", f"unknown proxy {name!r}; allowed: {', '.join(PROXIES)}"
         ) from None
+
+
+def zero_cost_scores(spec: ArchSpec) -> dict[str, float]:
+    """The zero-cost proxies of a spec: those that apply to its kind (all analytic)."""
+    return {
+        p.name: p.score(spec)
+        for p in PROXIES.values()
+        if p.cost == "zero" and (p.kinds is None or spec.kind in p.kinds)
+    }

@@ -127,10 +127,10 @@ class SteadyStateEngine(Engine):
         models: dict[str, CostModel],
         batch: list[Candidate],
     ) -> Candidate | None:
-        pool = self._offspring(rng, taken)
+        normaliser = self._normaliser()
+        pool = self._offspring(rng, taken, normaliser)
         if not pool:
             return self._random_candidate(rng, taken)
-        normaliser = self._normaliser()
         believed = self._believed_points(models, normaliser, batch)
         means = self._predict(models, pool)
         hopeful = self._predict(models, pool, optimistic=True)
@@ -149,14 +149,13 @@ class SteadyStateEngine(Engine):
         return Candidate(spec, self.told, proxies, predicted=predicted)
 
     def _offspring(
-        self, rng: random.Random, taken: set[str]
+        self, rng: random.Random, taken: set[str], normaliser: Normaliser
     ) -> list[tuple[ArchSpec, dict[str, float]]]:
         """New, admissible children of frontier parents chosen by hypervolume contribution."""
         front = self.frontier()
         if not front:
             parents, weights = [], []
         else:
-            normaliser = self._normaliser()
             points = normaliser.points([self._values(c) for c in front])
             share = contributions(points)
             total = share.sum()

@@ -9,9 +9,9 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from archvocab.registry import ArchSpec, parse_space, parse_spec
+from archvocab.registry import parse_space, parse_spec
 from archvocab.wire import SearchCreate
-from proxies.registry import PROXIES
+from proxies.registry import zero_cost_scores
 from search.baseline import LayerScaledEngine
 from search.engine import Engine
 from search.hypervolume import Normaliser
@@ -19,20 +19,12 @@ from search.lts import PENDING, Candidate, LTSEngine
 from search.nsga2 import NSGA2Engine
 from search.steady import SteadyStateEngine
 from server.db import CandidateRow, SearchRow
+from server.quality import normaliser
 
 # strategy name (SearchCreate.strategy) -> engine class
 ENGINES: dict[str, type[Engine]] = {
     e.strategy: e for e in (LTSEngine, NSGA2Engine, SteadyStateEngine, LayerScaledEngine)
 }
-
-
-def score(spec: ArchSpec) -> dict[str, float]:
-    """The zero-cost proxies of a candidate: those that apply to its kind (all analytic)."""
-    return {
-        p.name: p.score(spec)
-        for p in PROXIES.values()
-        if p.cost == "zero" and (p.kinds is None or spec.kind in p.kinds)
-    }
 
 
 def measured_values(row: CandidateRow) -> dict[str, float] | None:
@@ -51,7 +43,7 @@ def measured_values(row: CandidateRow) -> dict[str, float] | None:
 def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict:
     kwargs: dict = {
         "objectives": list(request.objectives),
-        "scorer": score,
+        "scorer": zero_cost_scores,
         "seed": request.seed,
         "max_evaluations": request.budget.max_evaluations,
         "population": request.population,
@@ -93,8 +85,6 @@ class EngineCache:
 
     @staticmethod
     def _restore(session: Session, search: SearchRow) -> Engine:
-        from server.quality import normaliser  # quality imports this module
-
         request = SearchCreate.model_validate(search.request)
         rows = session.scalars(
             select(CandidateRow)

@@ -26,10 +26,10 @@ from archvocab.wire import (
     ModelError,
     SearchCreate,
 )
+from proxies.registry import zero_cost_scores
 from search.engine import Engine
 from search.hypervolume import Normaliser, hypervolume
 from server.db import CandidateRow, SearchRow
-from server.engines import score
 from server.frontier import is_feasible, objective_values
 from server.settings import as_utc
 
@@ -51,7 +51,7 @@ def initial_normalisation(request: SearchCreate) -> dict:
     if zero_cost:
         space = parse_space(request.space)
         rng = random.Random(f"hwnas.quality:{request.seed}")
-        sampled = [score(space.sample(rng)) for _ in range(SPACE_SAMPLE)]
+        sampled = [zero_cost_scores(space.sample(rng)) for _ in range(SPACE_SAMPLE)]
         for name in zero_cost:
             values = [s[name] for s in sampled if name in s]
             ideal.setdefault(name, max(values))
