@@ -44,10 +44,15 @@ def is_feasible(row: CandidateRow, request: SearchCreate) -> bool | None:
 def frontier_ids(rows: list[CandidateRow], request: SearchCreate) -> set[int]:
     """Ids of the candidate rows on the exact non-dominated set of the search's objectives."""
     pool = [r for r in rows if is_feasible(r, request)]
-    if not pool:
-        return set()
-    signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in request.objectives])
     values = [objective_values(r, request) for r in pool]
-    points = np.array([[v[o] for o in request.objectives] for v in values]) * signs
-    mask = non_dominated_mask(points)
+    mask = non_dominated(request.objectives, [[v[o] for o in request.objectives] for v in values])
     return {r.id for r, keep in zip(pool, mask) if keep}
+
+
+def non_dominated(objectives: list[str], values: list[list[float]]) -> list[bool]:
+    """Which rows of objective values (in `objectives` order, each in its own sense) no other
+    row dominates."""
+    if not values:
+        return []
+    signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
+    return list(non_dominated_mask(np.array(values, dtype=float) * signs))

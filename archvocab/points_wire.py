@@ -1,0 +1,46 @@
+"""The compact table of a search's results, for plots and tables (the dashboard, notebooks).
+
+A search may hold tens of thousands of candidates: one object per candidate with its full
+measurement would be megabytes per poll. This is one row per told result, as a list of plain
+values under `columns`, and can be read incrementally (`after`: the last result number seen).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from archvocab.wire import Strict
+
+# Columns every table has, in this order; the search's proxy objective follows if it is not
+# one of them, then "spec" (the architecture's plain data, for hover and the table).
+BASE_COLUMNS = (
+    "arch_id",
+    "result",  # the result's number within the search: 1, 2, ... in the order they came in
+    "generation",
+    "status",  # measured | failed
+    "reused",  # the measurement came from the cache
+    "feasible",  # within the search's latency and memory bounds (None unless measured)
+    "decoder_params",
+    "total_params",
+    "latency_ms",
+    "memory_mb",
+    "hypervolume",  # the measured frontier's normalised hypervolume after this result
+    "agent_id",
+)
+
+
+class SearchPoints(Strict):
+    """A search's told results as rows under `columns`, and its current frontier."""
+
+    search_id: int
+    status: str
+    objectives: list[str]
+    columns: list[str]
+    rows: list[list[Any]] = Field(description="results numbered above `after`, in that order")
+    after: int = Field(description="the `after` this answers: rows are results after it")
+    last: int = Field(description="the highest result number so far: the next poll's `after`")
+    frontier: list[str] = Field(description="arch ids on the measured frontier, over all rows")
+    queued: int
+    running: int
