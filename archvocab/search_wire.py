@@ -406,3 +406,14 @@ class SpecChecked(BaseModel):
     decoder_params: int
     total_params: int
     member: bool = Field(description="always true: a non-member gets 422 naming the field")
+
+
+class ArchitectureExport(BaseModel):
+    """An architecture as a user takes it away to train: its spec and where it came from."""
+
+    arch_id: str
+    kind: str
+    spec: dict[str, Any] = Field(description="the spec's canonical plain data, with its kind")
+    decoder_params: int
+    total_params: int = Field(description="every parameter of the built model, tied ones once")
+    searches: list[int] = Field(description="ids of the searches that proposed it, ascending")

@@ -289,6 +289,7 @@ class LeaseStatus(BaseModel):
 # while it is being initialised.
 _SEARCH_SCHEMAS = frozenset(
     {
+        "ArchitectureExport",
         "BaselineComparison",
         "BaselineCreate",
         "Budget",

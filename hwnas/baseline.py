@@ -1,7 +1,7 @@
 """`hwnas baseline` and `hwnas report`: measure a space's layer-scaled baseline on a device
 class through a running server, and compare a search's frontier with it.
 
-Plain HTTP to the server's REST API (httpx); the agents of that device class measure.
+Through the Python client (hwnas.client); the agents of that device class measure.
 """
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-import httpx
+from archvocab.wire import SearchInfo
+from hwnas.client import ApiError, Client
 
 
 def parse_layers(text: str) -> list[int]:
@@ -24,25 +26,12 @@ def parse_layers(text: str) -> list[int]:
     return layers
 
 
-def _check(response: httpx.Response) -> dict[str, Any]:
-    if response.status_code >= 400:
-        body = response.json() if "json" in response.headers.get("content-type", "") else {}
-        raise SystemExit(f"hwnas: {response.status_code}: {body.get('message') or response.text}")
-    return response.json()
-
-
-def _wait(http: httpx.Client, search_id: int, poll_s: float) -> dict[str, Any]:
-    while True:
-        info = _check(http.get(f"/api/v1/searches/{search_id}"))
-        progress = info["progress"]
-        done = progress["measured"] + progress["failed"]
-        print(
-            f"\rbaseline {search_id}: {done}/{progress['budget']} measured", end="", file=sys.stderr
-        )
-        if info["status"] != "running":
-            print(file=sys.stderr)
-            return info
-        time.sleep(poll_s)
+def _show(info: SearchInfo) -> None:
+    progress = info.progress
+    done = progress.measured + progress.failed
+    print(f"\rbaseline {info.id}: {done}/{progress.budget} measured", end="", file=sys.stderr)
+    if info.status != "running":
+        print(file=sys.stderr)
 
 
 def _table(candidates: list[dict[str, Any]]) -> str:
@@ -58,6 +47,16 @@ def _table(candidates: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+@contextmanager
+def _client(args: argparse.Namespace) -> Iterator[Client]:
+    """A client; a refusal ends the command with the server's message."""
+    try:
+        with Client(args.server) as client:
+            yield client
+    except ApiError as exc:
+        raise SystemExit(f"hwnas: {exc}") from None
+
+
 def run_baseline(args: argparse.Namespace) -> int:
     space = json.loads(args.space) if args.space else {}
     if args.kind:
@@ -69,16 +68,16 @@ def run_baseline(args: argparse.Namespace) -> int:
     }
     if args.measurement:
         body["measurement"] = json.loads(args.measurement)
-    with httpx.Client(base_url=args.server.rstrip("/"), timeout=30) as http:
-        info = _check(http.post("/api/v1/baselines", json=body))
-        print(f"baseline search {info['id']} started for {args.device_class}", file=sys.stderr)
+    with _client(args) as client:
+        info = client.start_baseline(body)
+        print(f"baseline search {info.id} started for {args.device_class}", file=sys.stderr)
         if not args.wait:
-            print(json.dumps(info) if args.json else info["id"])
+            print(info.model_dump_json() if args.json else info.id)
             return 0
-        info = _wait(http, info["id"], args.poll_interval)
-        candidates = _check(http.get(f"/api/v1/searches/{info['id']}/candidates"))
+        info = client.wait(info.id, poll_s=args.poll_interval, on_progress=_show)
+        candidates = [c.model_dump(mode="json") for c in client.candidates(info.id)]
     print(json.dumps(candidates) if args.json else _table(candidates))
-    return 0 if info["status"] == "finished" else 1
+    return 0 if info.status == "finished" else 1
 
 
 def _describe(point: dict[str, Any] | None) -> str:
@@ -91,8 +90,8 @@ def _describe(point: dict[str, Any] | None) -> str:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    with httpx.Client(base_url=args.server.rstrip("/"), timeout=30) as http:
-        report = _check(http.get(f"/api/v1/searches/{args.search_id}/report"))
+    with _client(args) as client:
+        report = client.report(args.search_id).model_dump(mode="json")
     if args.json:
         print(json.dumps(report))
         return 0

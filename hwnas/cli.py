@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any
 
 # subcommand -> "module:function" taking the parsed argparse.Namespace, returning an exit code
 _COMMANDS = {
@@ -14,6 +15,7 @@ _COMMANDS = {
     "proxies": "proxies.cli:run",
     "baseline": "hwnas.baseline:run_baseline",
     "report": "hwnas.baseline:run_report",
+    "search": "hwnas.search_cli:run",
 }
 
 
@@ -28,6 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", default="sqlite:///hwnas.db", help="database URL or SQLite file path"
     )
     serve.add_argument("--lease-seconds", type=float, default=60.0)
+    serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="json: one JSON object per line, for log shippers (default text)",
+    )
+    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
 
     demo = sub.add_parser(
         "demo", help="server + one local agent + a short search, then the frontier"
@@ -74,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--server", required=True)
     rep.add_argument("--json", action="store_true")
 
+    _add_search_parser(sub)
+
     proxies = sub.add_parser("proxies", help="proxy tools")
     psub = proxies.add_subparsers(dest="proxies_command", required=True)
     corr = psub.add_parser("correlate", help="Spearman of a proxy vs trained perplexity (LTS logs)")
@@ -95,6 +106,48 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--seed", type=int, default=0, help="weights and batch seed (default 0)")
     val.add_argument("--json", action="store_true")
     return parser
+
+
+def _add_search_parser(sub: Any) -> None:
+    search = sub.add_parser("search", help="start, follow and read searches on a server")
+    ssub = search.add_subparsers(dest="search_command", required=True)
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        p = ssub.add_parser(name, help=help)
+        p.add_argument(
+            "--server", help="server URL (default: $HWNAS_SERVER, else http://127.0.0.1:8000)"
+        )
+        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        return p
+
+    start = command("start", "start a search; fields from --file and/or flags")
+    start.add_argument("--file", "-f", help="request JSON file ('-' reads stdin)")
+    start.add_argument("--name")
+    start.add_argument("--device-class")
+    start.add_argument("--strategy", help="lts (default), nsga2 or hwnas")
+    start.add_argument("--kind", help="space kind, e.g. gpt2, transxl, flexibert")
+    start.add_argument("--budget", type=int, help="measurements to spend")
+    start.add_argument("--objectives", help="comma-separated, e.g. decoder_params,latency_ms")
+    start.add_argument("--seed", type=int)
+    start.add_argument("--wait", action="store_true", help="then wait with a progress bar")
+    start.add_argument("--poll-interval", type=float, default=2.0)
+
+    command("list", "every search with its status and progress")
+    status = command("status", "one search: progress, best values, frontier size")
+    status.add_argument("search_id", type=int)
+    wait = command("wait", "wait until a search ends, with a progress bar")
+    wait.add_argument("search_id", type=int)
+    wait.add_argument("--poll-interval", type=float, default=2.0)
+    wait.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
+    pareto = command("pareto", "a search's measured Pareto frontier")
+    pareto.add_argument("search_id", type=int)
+    cancel = command("cancel", "stop a search proposing")
+    cancel.add_argument("search_id", type=int)
+    export = command("export", "an architecture as spec JSON, ONNX, or a PyTorch module")
+    export.add_argument("arch_id")
+    export.add_argument("--format", choices=["json", "onnx", "torch"], default="torch")
+    export.add_argument("--output", "-o", help="file or folder (default: current folder)")
+    export.add_argument("--seq-len", type=int, help="ONNX: the exported input's length")
 
 
 def main(argv: list[str] | None = None) -> int:

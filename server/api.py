@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import FileResponse, PlainTextResponse
 
+from archvocab.points_wire import SearchPoints
 from archvocab.proxy_wire import ProxyCheck, ProxyCheckResult, ProxyInfo
 from archvocab.search_wire import SpaceKindInfo, SpecCheck, SpecChecked
 from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
     AgentView,
+    ArchitectureExport,
     BaselineCreate,
     CandidateInfo,
     HypervolumeTrace,
@@ -24,7 +26,8 @@ from archvocab.wire import (
     SearchInfo,
     SearchReport,
 )
-from server import jobs, proxy_check, report, searches, spaces
+from server import jobs, points, proxy_check, report, searches, spaces
+from server.export import architecture_export, onnx_file, torch_source
 from server.store import Store
 from server.views import frontier_csv
 
@@ -108,6 +111,16 @@ def get_pareto(
     return points
 
 
+@router.get("/searches/{search_id}/points", response_model=SearchPoints)
+def get_points(
+    search_id: SearchId,
+    request: Request,
+    after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+) -> SearchPoints:
+    """Every told result as one compact table, and the frontier; `after` reads only newer ones."""
+    return points.search_points(_store(request), search_id, after)
+
+
 @router.get("/searches/{search_id}/candidates", response_model=list[CandidateInfo])
 def get_candidates(
     search_id: SearchId,
@@ -149,3 +162,37 @@ def heartbeat(job_id: JobId, body: LeaseRef, request: Request) -> LeaseStatus:
 def submit_result(job_id: JobId, body: JobResult, request: Request) -> dict:
     jobs.submit_result(_store(request), job_id, body)
     return {"job_id": job_id, "accepted": True}
+
+
+# An architecture's stable id: hex digits, at most the width of its database column.
+ArchId = Annotated[str, Path(pattern=r"^[0-9a-f]{1,32}$")]
+
+
+@router.get(
+    "/architectures/{arch_id}/export",
+    response_model=ArchitectureExport,
+    responses={200: {"content": {"text/x-python": {}, "application/octet-stream": {}}}},
+)
+def export_architecture(
+    arch_id: ArchId,
+    request: Request,
+    format: Literal["json", "torch", "onnx"] = Query("json"),
+    seq_len: int = Query(64, ge=1, le=4096, description="onnx: the input's sequence length"),
+    batch_size: int = Query(1, ge=1, le=64, description="onnx: the input's batch size"),
+) -> ArchitectureExport | Response:
+    """An architecture to train or deploy: its spec and provenance (json), a Python file that
+    builds the untrained PyTorch model (torch), or the untrained model as ONNX (onnx; made
+    once per input shape in a child process, then served from the cache)."""
+    store = _store(request)
+    if format == "torch":
+        return Response(
+            torch_source(store, arch_id),
+            media_type="text/x-python",
+            headers={"Content-Disposition": f'attachment; filename="hwnas-{arch_id}.py"'},
+        )
+    if format == "onnx":
+        path = onnx_file(store, arch_id, batch_size=batch_size, seq_len=seq_len)
+        return FileResponse(
+            path, media_type="application/octet-stream", filename=f"hwnas-{arch_id}.onnx"
+        )
+    return architecture_export(store, arch_id)

@@ -15,7 +15,21 @@ class Conflict(HwnasError):
     """The request is well-formed but contradicts the current state (e.g. a lost lease)."""
 
 
-STATUS_BY_ERROR: dict[type[HwnasError], int] = {InvalidSpec: 422, NotFound: 404, Conflict: 409}
+class ExportUnavailable(HwnasError):
+    """This server cannot produce the export: a tool it needs (torch, onnx) is not installed."""
+
+
+class ExportFailed(HwnasError):
+    """The export process crashed or ran out of time: the server's fault, not the request's."""
+
+
+STATUS_BY_ERROR: dict[type[HwnasError], int] = {
+    InvalidSpec: 422,
+    NotFound: 404,
+    Conflict: 409,
+    ExportUnavailable: 501,
+    ExportFailed: 500,
+}
 
 
 def http_status(error: HwnasError) -> int:

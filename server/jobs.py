@@ -30,6 +30,7 @@ from server.cache import fingerprint_key, new_measurement
 from server.db import AgentRow, CandidateRow, SearchRow
 from server.engines import measured_values
 from server.errors import Conflict, NotFound
+from server.logs import log_event
 from server.searches import advance
 from server.settings import as_utc
 from server.store import Store
@@ -52,6 +53,12 @@ def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
             failures=0,
         )
         session.add(agent)
+    log_event(
+        "agent.registered",
+        agent_id=agent.id,
+        device_class=agent.device_class,
+        agent_name=agent.name,
+    )
     return AgentInfo(
         agent_id=agent.id,
         device_class=agent.device_class,
@@ -91,12 +98,16 @@ def requeue_expired(session: Session, now: datetime) -> None:
     expired = (CandidateRow.status == "running") & (CandidateRow.lease_expires_at < now)
     running = select(SearchRow.id).where(SearchRow.status == "running")
     cleared = {"lease_id": None, "agent_id": None, "lease_expires_at": None}
-    session.execute(
+    requeued = session.execute(
         update(CandidateRow)
         .where(expired, CandidateRow.search_id.in_(running))
         .values(status="queued", **cleared)
-    )
-    session.execute(update(CandidateRow).where(expired).values(status="cancelled", **cleared))
+    ).rowcount
+    cancelled = session.execute(
+        update(CandidateRow).where(expired).values(status="cancelled", **cleared)
+    ).rowcount
+    if requeued or cancelled:
+        log_event("lease.expired", requeued=requeued, cancelled=cancelled)
 
 
 def claim(store: Store, agent_id: str) -> JobLease | None:
@@ -142,7 +153,11 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
                 )
             ).rowcount
             if won == 1:
-                return _lease(session, job_id, lease_id, expires, store.settings.lease_seconds)
+                lease = _lease(session, job_id, lease_id, expires, store.settings.lease_seconds)
+                log_event(
+                    "job.claimed", job_id=job_id, search_id=lease.search_id, agent_id=agent_id
+                )
+                return lease
         return None
 
 
@@ -265,3 +280,11 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
         quality.record_result(session, search, row, engine)
         if engine is not None:
             advance(store, session, search)
+    log_event(
+        "job.result",
+        job_id=job_id,
+        search_id=row.search_id,
+        agent_id=result.agent_id,
+        status=row.status,
+        failure_kind=row.failure_kind,
+    )

@@ -31,6 +31,7 @@ from search.engine import Engine
 from search.hypervolume import Normaliser, hypervolume
 from server.db import CandidateRow, SearchRow
 from server.frontier import is_feasible, objective_values
+from server.results import Told
 from server.settings import as_utc
 
 SPACE_SAMPLE = 500  # specs sampled to bound a zero-cost proxy when the search starts
@@ -144,25 +145,25 @@ def _backfill(session: Session, search: SearchRow) -> None:
         row.hypervolume = hypervolume(np.array(points)) if points else 0.0
 
 
-def trace(search: SearchRow, rows: list[CandidateRow]) -> HypervolumeTrace:
+def trace(search: SearchRow, told: list[Told]) -> HypervolumeTrace:
+    """The hypervolume after every result (told: the search's results in order)."""
     request = SearchCreate.model_validate(search.request)
     norm = search.normalisation or {}
     fixed = normaliser(search) is not None
     points, device_s, measured = [], 0.0, 0
-    for row in sorted((r for r in rows if r.result_seq is not None), key=lambda r: r.result_seq):
-        if row.status == "measured":
+    for t in told:
+        if t.status == "measured":
             measured += 1
-            if not row.reused and row.measurement is not None:
-                device_s += float(row.measurement.result.get("total_s", 0.0))
-        if row.hypervolume is None or row.finished_at is None:
+            device_s += t.device_s
+        if t.hypervolume is None or t.finished_at is None:
             continue
         points.append(
             HypervolumePoint(
-                results=row.result_seq,
+                results=t.seq,
                 measured=measured,
                 device_s=round(device_s, 3),
-                at=as_utc(row.finished_at),
-                hypervolume=row.hypervolume,
+                at=as_utc(t.finished_at),
+                hypervolume=t.hypervolume,
             )
         )
     return HypervolumeTrace(
@@ -175,22 +176,18 @@ def trace(search: SearchRow, rows: list[CandidateRow]) -> HypervolumeTrace:
     )
 
 
-def latest_hypervolume(rows: list[CandidateRow]) -> float | None:
-    told = [r for r in rows if r.result_seq is not None and r.hypervolume is not None]
-    return max(told, key=lambda r: r.result_seq).hypervolume if told else None
+def latest_hypervolume(told: list[Told]) -> float | None:
+    return next((t.hypervolume for t in reversed(told) if t.hypervolume is not None), None)
 
 
-def model_errors(rows: list[CandidateRow], request: SearchCreate) -> list[ModelError]:
+def model_errors(told: list[Told]) -> list[ModelError]:
     """Per predicted objective: |predicted - measured| / measured over measured candidates."""
-    done = sorted(
-        (r for r in rows if r.prediction and r.status == "measured" and r.result_seq),
-        key=lambda r: r.result_seq,
-    )
     errors: dict[str, list[float]] = {}
-    for row in done:
-        measured = objective_values(row, request)
-        for name, predicted in row.prediction.items():
-            actual = measured.get(name)
+    for t in told:
+        if not t.prediction or t.status != "measured":
+            continue
+        for name, predicted in t.prediction.items():
+            actual = t.values.get(name)
             if actual:
                 errors.setdefault(name, []).append(100.0 * abs(predicted - actual) / abs(actual))
     return [

@@ -14,25 +14,18 @@ from sqlalchemy.orm import Session
 
 from archvocab.registry import parse_spec
 from archvocab.search_wire import BaselineComparison, ReportPoint, SearchCreate, SearchReport
-from server.db import CandidateRow, SearchRow
-from server.frontier import frontier_ids
+from server.db import SearchRow
+from server.results import Told
 from server.store import Store, get_search
 
 
-def _rows(session: Session, search_id: int) -> list[CandidateRow]:
-    query = select(CandidateRow).where(CandidateRow.search_id == search_id)
-    return list(session.scalars(query.order_by(CandidateRow.id)).unique())
-
-
-def _point(row: CandidateRow) -> ReportPoint:
-    m = row.measurement
-    assert m is not None
+def _point(told: Told) -> ReportPoint:
     return ReportPoint(
-        arch_id=row.arch_id,
-        n_layer=parse_spec(row.architecture.spec).n_layer,
-        decoder_params=float(row.architecture.decoder_params),
-        latency_ms=m.latency_ms,
-        memory_mb=m.peak_memory_mb,
+        arch_id=told.arch_id,
+        n_layer=parse_spec(told.spec).n_layer,
+        decoder_params=told.values["decoder_params"],
+        latency_ms=told.values["latency_ms"],
+        memory_mb=told.values["memory_mb"],
     )
 
 
@@ -94,10 +87,9 @@ def search_report(store: Store, search_id: int) -> SearchReport:
     with store.read() as session:
         search = get_search(session, search_id)
         request = SearchCreate.model_validate(search.request)
-        rows = _rows(session, search_id)
-        front_ids = frontier_ids(rows, request)
-        front = [_point(r) for r in rows if r.id in front_ids]
-        measured = sum(r.status == "measured" for r in rows)
+        table = store.results.get(session, search)
+        front = [_point(t) for t in table.frontier]
+        measured = sum(t.status == "measured" for t in table.rows)
         comparison, note = None, ""
         if request.strategy == "layer_scaled":
             note = "this search is a layer-scaled baseline"
@@ -108,7 +100,8 @@ def search_report(store: Store, search_id: int) -> SearchReport:
                 "POST /api/v1/baselines or `hwnas baseline` measures one"
             )
         else:
-            points = [_point(r) for r in _rows(session, baseline.id) if r.status == "measured"]
+            told = store.results.get(session, baseline).rows
+            points = [_point(t) for t in told if t.status == "measured"]
             if points:
                 comparison = compare(baseline.id, points, front)
             else:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
 from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
 from server import quality
 from server.db import AgentRow, CandidateRow, SearchRow
 from server.frontier import frontier_ids
+from server.logs import log_event
 from server.store import Store, enqueue, get_search
-from server.views import candidate_info, search_info
+from server.views import Census, candidate_info, search_info
 
 
 def create_search(store: Store, request: SearchCreate) -> SearchInfo:
@@ -36,6 +37,13 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
             store.engines.drop(search.id)
             raise
         search_id = search.id
+    log_event(
+        "search.created",
+        search_id=search_id,
+        strategy=request.strategy,
+        device_class=request.device_class,
+        budget=request.budget.max_evaluations,
+    )
     return get_search_info(store, search_id)
 
 
@@ -68,6 +76,11 @@ def advance(store: Store, session: Session, search: SearchRow) -> None:
         search.finish_reason = engine.finish_reason
         search.finished_at = store.now()
         store.engines.drop(search.id)
+        _log_finished(search)
+
+
+def _log_finished(search: SearchRow) -> None:
+    log_event("search.finished", search_id=search.id, reason=search.finish_reason)
 
 
 def _rows(session: Session, search_id: int) -> list[CandidateRow]:
@@ -80,19 +93,42 @@ def _rows(session: Session, search_id: int) -> list[CandidateRow]:
 def hypervolume_trace(store: Store, search_id: int) -> HypervolumeTrace:
     with store.read() as session:
         search = get_search(session, search_id)
-        return quality.trace(search, _rows(session, search_id))
+        return quality.trace(search, store.results.get(session, search).rows)
+
+
+def census(session: Session, search_id: int) -> Census:
+    """Counts over the search's candidate rows, by the database (no row is loaded)."""
+    query = (
+        select(
+            CandidateRow.status,
+            func.count(),
+            func.sum(case((CandidateRow.reused, 1), else_=0)),
+            func.max(CandidateRow.generation),
+        )
+        .where(CandidateRow.search_id == search_id)
+        .group_by(CandidateRow.status)
+    )
+    rows = session.execute(query).all()
+    return Census(
+        by_status={status: n for status, n, _, _ in rows},
+        reused=sum(int(r or 0) for _, _, r, _ in rows),
+        generation=max((g or 0 for *_, g in rows), default=0),
+    )
+
+
+def _info(store: Store, session: Session, search: SearchRow) -> SearchInfo:
+    return search_info(search, census(session, search.id), store.results.get(session, search))
 
 
 def get_search_info(store: Store, search_id: int) -> SearchInfo:
     with store.read() as session:
-        search = get_search(session, search_id)
-        return search_info(search, _rows(session, search_id))
+        return _info(store, session, get_search(session, search_id))
 
 
 def list_searches(store: Store) -> list[SearchInfo]:
     with store.read() as session:
         searches = session.scalars(select(SearchRow).order_by(SearchRow.id)).all()
-        return [search_info(s, _rows(session, s.id)) for s in searches]
+        return [_info(store, session, s) for s in searches]
 
 
 def list_candidates(store: Store, search_id: int, status: str | None = None) -> list[CandidateInfo]:
@@ -109,12 +145,16 @@ def list_candidates(store: Store, search_id: int, status: str | None = None) -> 
 
 
 def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
+    """The frontier's rows only: the result table says which they are."""
     with store.read() as session:
         search = get_search(session, search_id)
         request = SearchCreate.model_validate(search.request)
-        rows = _rows(session, search_id)
-        front = frontier_ids(rows, request)
-        return [candidate_info(r, request, True) for r in rows if r.id in front]
+        front = [t.arch_id for t in store.results.get(session, search).frontier]
+        query = select(CandidateRow).where(
+            CandidateRow.search_id == search_id, CandidateRow.arch_id.in_(front)
+        )
+        rows = sorted(session.scalars(query).unique(), key=lambda r: r.result_seq)
+        return [candidate_info(r, request, True) for r in rows]
 
 
 def cancel_search(store: Store, search_id: int) -> SearchInfo:
@@ -131,4 +171,5 @@ def cancel_search(store: Store, search_id: int) -> SearchInfo:
                 .values(status="cancelled")
             )
             store.engines.drop(search_id)
+            _log_finished(search)
     return get_search_info(store, search_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -18,6 +19,12 @@ class Settings:
     lease_seconds: float = 60.0  # a job whose agent stays silent this long goes back to the queue
     heartbeat_interval_s: float = 10.0
     clock: Callable[[], datetime] = field(default=utcnow)  # injectable for lease-expiry tests
+    # Cache of ONNX exports. None: `<database file>.exports/` beside a SQLite file (it lives
+    # and goes with the database whose ids it is keyed by), else the system temp directory.
+    export_dir: str | None = None
+    # The interpreter that runs `python -m agent.export`: it needs torch and onnx, the server
+    # does not. Injectable so tests can run one that lacks torch.
+    export_python: str = sys.executable
 
     @staticmethod
     def database_url_from(value: str) -> str:

@@ -14,6 +14,7 @@ from server.cache import find_cached
 from server.db import ArchitectureRow, CandidateRow, SearchRow, make_engine
 from server.engines import EngineCache, measured_values, new_candidate_rows
 from server.errors import NotFound
+from server.results import ResultTables
 from server.settings import Settings
 
 
@@ -25,6 +26,7 @@ class Store:
         # One writer at a time: engines live in this process and SQLite has a single writer.
         self.write_lock = threading.RLock()
         self.engines = EngineCache()
+        self.results = ResultTables()
 
     @contextmanager
     def read(self) -> Iterator[Session]:

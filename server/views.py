@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 from typing import Any
 
 from archvocab.wire import (
@@ -16,9 +17,12 @@ from archvocab.wire import (
     SearchInfo,
 )
 from server.db import CandidateRow, MeasurementRow, SearchRow
-from server.frontier import frontier_ids, is_feasible, objective_values
+from server.frontier import is_feasible, objective_values
 from server.quality import latest_hypervolume, model_errors
+from server.results import ResultTable
 from server.settings import as_utc
+
+STATUSES = ("queued", "running", "measured", "failed", "cancelled")
 
 
 def measurement_dict(m: MeasurementRow) -> dict[str, Any]:
@@ -50,46 +54,52 @@ def candidate_info(row: CandidateRow, request: SearchCreate, on_frontier: bool) 
     )
 
 
-def progress(request: SearchCreate, rows: list[CandidateRow], generation: int) -> Progress:
+@dataclass(frozen=True)
+class Census:
+    """What a search's candidate rows add up to, counted by the database."""
 
-    counts = {s: 0 for s in ("queued", "running", "measured", "failed", "cancelled")}
-    reused = 0
-    for row in rows:
-        counts[row.status] += 1
-        reused += bool(row.reused)
+    by_status: dict[str, int]
+    reused: int
+    generation: int
+
+
+def progress(request: SearchCreate, census: Census, table: ResultTable) -> Progress:
+    counts = {s: census.by_status.get(s, 0) for s in STATUSES}
     return Progress(
         budget=request.budget.max_evaluations,
-        proposed=len(rows),
+        proposed=sum(census.by_status.values()),
         queued=counts["queued"],
         running=counts["running"],
         measured=counts["measured"],
         failed=counts["failed"],
-        reused=reused,
-        generation=generation,
-        hypervolume=latest_hypervolume(rows),
+        reused=census.reused,
+        generation=census.generation,
+        hypervolume=latest_hypervolume(table.rows),
     )
 
 
-def best_so_far(rows: list[CandidateRow], request: SearchCreate) -> list[ObjectiveBest]:
-    pool = [r for r in rows if is_feasible(r, request)]
+def best_so_far(table: ResultTable, request: SearchCreate) -> list[ObjectiveBest]:
+    pool = [t for t in table.rows if t.feasible]
     out = []
     for objective in request.objectives:
         sense = OBJECTIVE_SENSE[objective]
         if not pool:
             continue
         pick = max if sense == "max" else min
-        row = pick(pool, key=lambda r: objective_values(r, request)[objective])
-        value = objective_values(row, request)[objective]
+        best = pick(pool, key=lambda t: t.values[objective])
         out.append(
-            ObjectiveBest(objective=objective, sense=sense, value=value, arch_id=row.arch_id)
+            ObjectiveBest(
+                objective=objective,
+                sense=sense,
+                value=best.values[objective],
+                arch_id=best.arch_id,
+            )
         )
     return out
 
 
-def search_info(search: SearchRow, rows: list[CandidateRow]) -> SearchInfo:
-
+def search_info(search: SearchRow, census: Census, table: ResultTable) -> SearchInfo:
     request = SearchCreate.model_validate(search.request)
-    generation = max((r.generation for r in rows), default=0)
     return SearchInfo(
         id=search.id,
         name=search.name,
@@ -98,10 +108,10 @@ def search_info(search: SearchRow, rows: list[CandidateRow]) -> SearchInfo:
         created_at=as_utc(search.created_at),
         finished_at=as_utc(search.finished_at) if search.finished_at else None,
         finish_reason=search.finish_reason,
-        progress=progress(request, rows, generation),
-        frontier_size=len(frontier_ids(rows, request)),
-        best=best_so_far(rows, request),
-        surrogate=model_errors(rows, request),
+        progress=progress(request, census, table),
+        frontier_size=len(table.frontier),
+        best=best_so_far(table, request),
+        surrogate=model_errors(table.rows),
         request=request,
     )
 

@@ -1,0 +1,213 @@
+"""The Python client of an hwnas server: what the `hwnas search` commands, the tests and
+notebooks use.
+
+    from hwnas.client import Client
+
+    with Client("http://127.0.0.1:8000") as hw:
+        search = hw.start_search(device_class="pi5", strategy="hwnas",
+                                 budget={"max_evaluations": 300})
+        hw.wait(search.id, on_progress=lambda s: print(s.progress.measured))
+        for point in hw.pareto(search.id):
+            print(point.arch_id, point.objectives)
+        hw.export(point.arch_id, "torch", "model.py")   # then train it
+        table = hw.points_frame(search.id)              # every result, as a pandas DataFrame
+
+Every method returns the server's wire objects (pydantic models from `archvocab.wire`); an
+error answer raises `ApiError`, which carries the status, the message and the field at fault.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from archvocab.points_wire import SearchPoints
+from archvocab.search_wire import SpaceKindInfo
+from archvocab.wire import (
+    AgentView,
+    CandidateInfo,
+    HypervolumeTrace,
+    SearchCreate,
+    SearchInfo,
+    SearchReport,
+)
+
+DEFAULT_SERVER = "http://127.0.0.1:8000"
+API = "/api/v1"
+ExportFormat = Literal["json", "onnx", "torch"]
+_SUFFIX = {"json": ".json", "onnx": ".onnx", "torch": ".py"}
+
+
+class ApiError(Exception):
+    """The server refused a request: `status`, its `message`, and `field` where it names one."""
+
+    def __init__(self, status: int, message: str, field: str | None = None, body: Any = None):
+        super().__init__(f"{status}: {message}")
+        self.status, self.message, self.field, self.body = status, message, field, body
+
+
+class Client:
+    """A connection to one hwnas server. Pass `http` to use your own httpx.Client (a
+    Starlette TestClient works too)."""
+
+    def __init__(
+        self,
+        server: str = DEFAULT_SERVER,
+        *,
+        timeout: float = 30.0,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.server = server.rstrip("/")
+        self._own = http is None
+        self.http = http or httpx.Client(base_url=self.server, timeout=timeout)
+
+    def close(self) -> None:
+        if self._own:
+            self.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- searches ---------------------------------------------------------------------------
+    def start_search(
+        self, request: SearchCreate | Mapping[str, Any] | None = None, **fields: Any
+    ) -> SearchInfo:
+        """Start a search from a SearchCreate, a dict, keyword fields, or a dict plus
+        overriding fields. Validated by the server (`ApiError` names the field)."""
+        body = request.model_dump(mode="json") if isinstance(request, SearchCreate) else {}
+        if isinstance(request, Mapping):
+            body = dict(request)
+        body.update(fields)
+        return SearchInfo.model_validate(self._call("POST", "/searches", json=body))
+
+    def start_baseline(self, request: Mapping[str, Any]) -> SearchInfo:
+        """Measure a space's layer-scaled baseline on a device class (POST /baselines)."""
+        return SearchInfo.model_validate(self._call("POST", "/baselines", json=dict(request)))
+
+    def searches(self) -> list[SearchInfo]:
+        return [SearchInfo.model_validate(s) for s in self._call("GET", "/searches")]
+
+    def search(self, search_id: int) -> SearchInfo:
+        return SearchInfo.model_validate(self._call("GET", f"/searches/{search_id}"))
+
+    def cancel(self, search_id: int) -> SearchInfo:
+        return SearchInfo.model_validate(self._call("POST", f"/searches/{search_id}/cancel"))
+
+    def wait(
+        self,
+        search_id: int,
+        *,
+        poll_s: float = 2.0,
+        timeout_s: float | None = None,
+        on_progress: Callable[[SearchInfo], None] | None = None,
+    ) -> SearchInfo:
+        """Poll until the search is no longer running; `on_progress` sees every poll.
+        TimeoutError after `timeout_s`."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            info = self.search(search_id)
+            if on_progress is not None:
+                on_progress(info)
+            if info.status != "running":
+                return info
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"search {search_id} still running after {timeout_s} s")
+            time.sleep(poll_s)
+
+    def pareto(self, search_id: int) -> list[CandidateInfo]:
+        data = self._call("GET", f"/searches/{search_id}/pareto")
+        return [CandidateInfo.model_validate(c) for c in data]
+
+    def candidates(self, search_id: int, status: str | None = None) -> list[CandidateInfo]:
+        params = {"status": status} if status else None
+        data = self._call("GET", f"/searches/{search_id}/candidates", params=params)
+        return [CandidateInfo.model_validate(c) for c in data]
+
+    def points(self, search_id: int, after: int = 0) -> SearchPoints:
+        """Every told result as one compact table (only those numbered after `after`)."""
+        data = self._call("GET", f"/searches/{search_id}/points", params={"after": after})
+        return SearchPoints.model_validate(data)
+
+    def points_frame(self, search_id: int) -> Any:
+        """The results as a pandas DataFrame (needs pandas), with `on_frontier`."""
+        import pandas as pd  # only notebooks need it
+
+        table = self.points(search_id)
+        frame = pd.DataFrame(table.rows, columns=table.columns)
+        frame["on_frontier"] = frame["arch_id"].isin(set(table.frontier))
+        return frame
+
+    def hypervolume(self, search_id: int) -> HypervolumeTrace:
+        data = self._call("GET", f"/searches/{search_id}/hypervolume")
+        return HypervolumeTrace.model_validate(data)
+
+    def report(self, search_id: int) -> SearchReport:
+        return SearchReport.model_validate(self._call("GET", f"/searches/{search_id}/report"))
+
+    # -- the rest ---------------------------------------------------------------------------
+    def agents(self) -> list[AgentView]:
+        return [AgentView.model_validate(a) for a in self._call("GET", "/agents")]
+
+    def spaces(self) -> list[SpaceKindInfo]:
+        return [SpaceKindInfo.model_validate(s) for s in self._call("GET", "/spaces")]
+
+    def health(self) -> dict[str, Any]:
+        return self._check(self.http.get("/healthz"))
+
+    def export(
+        self,
+        arch_id: str,
+        format: ExportFormat = "json",
+        path: str | Path | None = None,
+        **params: Any,
+    ) -> Path | dict[str, Any]:
+        """An architecture exported for training: the spec (json), an ONNX file or a PyTorch
+        module definition (torch). Written to `path` (a folder gets the server's file name);
+        without a path, json returns the dict and the others go to the current folder."""
+        response = self.http.get(
+            f"{API}/architectures/{arch_id}/export",
+            params={"format": format, **params},
+            timeout=max(self.http.timeout.read or 0, 600),
+        )
+        if format == "json" and path is None:
+            return self._check(response)
+        self._check(response, parse=False)
+        target = Path(path) if path is not None else Path.cwd()
+        if target.is_dir():
+            target = target / f"hwnas-{arch_id}{_SUFFIX[format]}"
+        target.write_bytes(response.content)
+        return target
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._check(self.http.request(method, f"{API}{path}", **kwargs))
+
+    @staticmethod
+    def _check(response: httpx.Response, parse: bool = True) -> Any:
+        if response.status_code >= 400:
+            raise _error(response)
+        if not parse or response.status_code == 204:
+            return None
+        return response.json()
+
+
+def _error(response: httpx.Response) -> ApiError:
+    try:
+        body = response.json()
+    except ValueError:
+        return ApiError(response.status_code, response.text.strip() or response.reason_phrase)
+    message = body.get("message") or body.get("detail") or response.reason_phrase
+    if not isinstance(message, str):
+        message = str(message)
+    field = body.get("field")
+    if field is None and isinstance(body.get("detail"), list) and body["detail"]:
+        loc = [str(p) for p in body["detail"][0].get("loc", []) if p not in ("body", "query")]
+        field = ".".join(loc) or None
+    return ApiError(response.status_code, message, field, body)

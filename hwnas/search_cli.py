@@ -1,0 +1,223 @@
+"""`hwnas search start | list | status | wait | pareto | cancel | export`, on the Python client
+(the parser is in hwnas/cli.py).
+
+Tables and the progress bar are for people (rich, on a terminal); `--json` prints the
+server's objects for scripts, and nothing else on stdout. Errors go to stderr with the
+server's message and exit code 1 (2 for a usage error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from hwnas.client import DEFAULT_SERVER, ApiError, Client
+
+SERVER_ENV = "HWNAS_SERVER"
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Console()
+    err = Console(stderr=True)
+    server = args.server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+    try:
+        with Client(server) as client:
+            return _COMMANDS[args.search_command](client, args, out, err)
+    except ApiError as exc:
+        where = f" ({exc.field})" if exc.field else ""
+        err.print(f"hwnas search {args.search_command}: {exc.status}{where}: {exc.message}")
+        return 1
+    except (OSError, ValueError) as exc:
+        err.print(f"hwnas search {args.search_command}: {exc}")
+        return 1
+    except TimeoutError as exc:
+        err.print(f"hwnas search wait: {exc}")
+        return 3
+
+
+def _emit(out: Console, data: Any) -> None:
+    """JSON on stdout, exactly the server's objects (pydantic models or plain data)."""
+    if hasattr(data, "model_dump"):
+        data = data.model_dump(mode="json")
+    elif isinstance(data, list):
+        data = [d.model_dump(mode="json") if hasattr(d, "model_dump") else d for d in data]
+    out.file.write(json.dumps(data) + "\n")
+
+
+def _start(client: Client, args: argparse.Namespace, out: Console, err: Console) -> int:
+    body: dict[str, Any] = {}
+    if args.file:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+        body = json.loads(text)
+    flags = {
+        "name": args.name,
+        "device_class": args.device_class,
+        "strategy": args.strategy,
+        "seed": args.seed,
+    }
+    body.update({k: v for k, v in flags.items() if v is not None})
+    if args.kind:
+        body["space"] = {**body.get("space", {}), "kind": args.kind}
+    if args.budget is not None:
+        body["budget"] = {**body.get("budget", {}), "max_evaluations": args.budget}
+    if args.objectives:
+        body["objectives"] = [o.strip() for o in args.objectives.split(",") if o.strip()]
+    info = client.start_search(body)
+    if not args.wait:
+        if args.json:
+            _emit(out, info)
+        else:
+            out.print(f"search {info.id} started: {info.progress.queued} candidates queued")
+        return 0
+    args.search_id, args.timeout = info.id, None
+    return _wait(client, args, out, err)
+
+
+def _list(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
+    searches = client.searches()
+    if args.json:
+        _emit(out, searches)
+        return 0
+    table = Table("id", "name", "device class", "strategy", "status", "measured", "frontier")
+    for s in searches:
+        p = s.progress
+        table.add_row(
+            str(s.id),
+            s.name or "",
+            s.device_class,
+            s.request.strategy,
+            s.status,
+            f"{p.measured + p.failed}/{p.budget}",
+            str(s.frontier_size),
+        )
+    out.print(table)
+    return 0
+
+
+def _status(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
+    info = client.search(args.search_id)
+    if args.json:
+        _emit(out, info)
+        return 0
+    p = info.progress
+    out.print(f"search {info.id} [bold]{info.status}[/bold] {info.finish_reason or ''}")
+    out.print(
+        f"  measured {p.measured} (reused {p.reused}), failed {p.failed}, running {p.running}, "
+        f"queued {p.queued} of a budget of {p.budget}; generation {p.generation}"
+    )
+    hv = "-" if p.hypervolume is None else f"{p.hypervolume:.4f}"
+    out.print(f"  frontier: {info.frontier_size} architectures; hypervolume {hv}")
+    for best in info.best:
+        out.print(f"  best {best.objective} ({best.sense}): {best.value:g}  [{best.arch_id}]")
+    return 0
+
+
+def _wait(client: Client, args: argparse.Namespace, out: Console, err: Console) -> int:
+    bar = Progress(
+        TextColumn("search {task.fields[search_id]} [bold]{task.fields[status]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("frontier {task.fields[frontier]}  hv {task.fields[hv]}"),
+        TimeElapsedColumn(),
+        console=err,
+        disable=args.json,
+        transient=False,
+    )
+    with bar:
+        task = bar.add_task("", total=None, search_id=args.search_id, status="", frontier=0, hv="-")
+
+        def show(info: Any) -> None:
+            p = info.progress
+            hv = "-" if p.hypervolume is None else f"{p.hypervolume:.3f}"
+            bar.update(
+                task,
+                total=p.budget,
+                completed=p.measured + p.failed,
+                status=info.status,
+                frontier=info.frontier_size,
+                hv=hv,
+            )
+
+        info = client.wait(
+            args.search_id, poll_s=args.poll_interval, timeout_s=args.timeout, on_progress=show
+        )
+    if args.json:
+        _emit(out, info)
+    else:
+        out.print(f"search {info.id} {info.status}: {info.finish_reason or ''}")
+    return 0 if info.status == "finished" else 1
+
+
+def _pareto(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
+    points = client.pareto(args.search_id)
+    if args.json:
+        _emit(out, points)
+        return 0
+    objectives = list(points[0].objectives) if points else []
+    shown = [o for o in objectives if o not in ("total_params",)]
+    table = Table("arch id", *shown, "spec", title=f"search {args.search_id}: Pareto frontier")
+    for p in sorted(points, key=lambda p: p.objectives.get("latency_ms") or 0):
+        values = [_number(p.objectives.get(o)) for o in shown]
+        table.add_row(p.arch_id, *values, _spec_summary(p.spec))
+    out.print(table)
+    return 0
+
+
+def _cancel(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
+    info = client.cancel(args.search_id)
+    if args.json:
+        _emit(out, info)
+    else:
+        out.print(f"search {info.id} {info.status}")
+    return 0
+
+
+def _export(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
+    params = {"seq_len": args.seq_len} if args.seq_len else {}
+    target = Path(args.output) if args.output else Path.cwd()
+    path = client.export(args.arch_id, args.format, target, **params)
+    if args.json:
+        _emit(out, {"arch_id": args.arch_id, "format": args.format, "path": str(path)})
+    else:
+        out.print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _spec_summary(spec: dict[str, Any]) -> str:
+    """The fields that say most about a spec's shape, lists shortened to their range."""
+    parts = []
+    for key, value in spec.items():
+        if key in ("kind", "vocab_size", "n_positions", "cutoffs", "tgt_len", "mem_len"):
+            continue
+        if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            lo, hi = min(value), max(value)
+            value = lo if lo == hi else f"{lo}..{hi}"
+        elif isinstance(value, list | dict):
+            continue
+        parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+_COMMANDS = {
+    "start": _start,
+    "list": _list,
+    "status": _status,
+    "wait": _wait,
+    "pareto": _pareto,
+    "cancel": _cancel,
+    "export": _export,
+}

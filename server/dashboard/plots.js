@@ -1,0 +1,122 @@
+// The frontier plots: 2-D slices, a 3-D view and the hypervolume over time, with plotly.js.
+// Every measured candidate is drawn dimmed behind the frontier; past LARGE points the dimmed
+// cloud is drawn with WebGL (scattergl), which stays responsive at 20,000 candidates.
+
+const LARGE = 3000;
+// The 3-D cloud is context, not data to read point by point: past this many points every
+// k-th is drawn (software WebGL in a 3-D scene is what slows a large search's page most).
+const CUBE_CLOUD = 4000;
+const LABELS = { latency_ms: "latency (ms)", memory_mb: "peak memory (MB)" };
+const CONFIG = { responsive: true, displaylogo: false };
+const FRONTIER = "#2f6fde", BASELINE = "#e07b1a", CLOUD = "#8a93a6", OVER = "#d98c8f";
+
+export const label = (name) => LABELS[name] || name.replaceAll("_", " ");
+
+export function slice(div, x, y, data) {
+  const { rows, frontier, baseline } = data;
+  const cloudType = rows.length > LARGE ? "scattergl" : "scatter";
+  const traces = [
+    {
+      name: "measured",
+      type: cloudType,
+      mode: "markers",
+      x: rows.map((r) => r[x]),
+      y: rows.map((r) => r[y]),
+      text: rows.map((r) => r.hover),
+      hoverinfo: "text",
+      marker: { size: 5, opacity: 0.35, color: rows.map((r) => (r.feasible ? CLOUD : OVER)) },
+    },
+  ];
+  if (baseline.length) {
+    const sorted = baseline.slice().sort((a, b) => a[x] - b[x]);
+    traces.push({
+      name: "layer-scaled baseline",
+      type: "scatter",
+      mode: "lines+markers",
+      x: sorted.map((r) => r[x]),
+      y: sorted.map((r) => r[y]),
+      text: sorted.map((r) => r.hover),
+      hoverinfo: "text",
+      line: { color: BASELINE, dash: "dot" },
+      marker: { color: BASELINE, size: 7, symbol: "diamond" },
+    });
+  }
+  traces.push({
+    name: "frontier",
+    type: "scatter",
+    mode: "markers",
+    x: frontier.map((r) => r[x]),
+    y: frontier.map((r) => r[y]),
+    text: frontier.map((r) => r.hover),
+    hoverinfo: "text",
+    marker: { color: FRONTIER, size: 9, line: { color: "#fff", width: 1 } },
+  });
+  const layout = {
+    title: { text: `${label(y)} vs ${label(x)}`, font: { size: 14 }, x: 0.02, xanchor: "left" },
+    xaxis: { title: { text: label(x) } },
+    yaxis: { title: { text: label(y) } },
+    margin: { l: 60, r: 10, t: 40, b: 50 },
+    legend: { orientation: "h", y: -0.25 },
+    hovermode: "closest",
+    uirevision: `${x}-${y}`, // keeps the user's zoom across live updates
+  };
+  return Plotly.react(div, traces, layout, CONFIG);
+}
+
+export function cube(div, axes, data) {
+  const [x, y, z] = axes;
+  const trace = (name, rows, marker) => ({
+    name,
+    type: "scatter3d",
+    mode: "markers",
+    x: rows.map((r) => r[x]),
+    y: rows.map((r) => r[y]),
+    z: rows.map((r) => r[z]),
+    text: rows.map((r) => r.hover),
+    hoverinfo: "text",
+    marker,
+  });
+  const step = Math.ceil(data.rows.length / CUBE_CLOUD);
+  const cloud = step > 1 ? data.rows.filter((_, i) => i % step === 0) : data.rows;
+  const traces = [
+    trace(step > 1 ? `measured (every ${step}th)` : "measured", cloud,
+      { size: 2, opacity: 0.25, color: CLOUD }),
+    trace("frontier", data.frontier, { size: 4, color: FRONTIER }),
+  ];
+  if (data.baseline.length) {
+    traces.push(trace("layer-scaled baseline", data.baseline, { size: 4, color: BASELINE }));
+  }
+  const layout = {
+    title: { text: "3-D frontier", font: { size: 14 }, x: 0.02, xanchor: "left" },
+    scene: {
+      xaxis: { title: { text: label(x) } },
+      yaxis: { title: { text: label(y) } },
+      zaxis: { title: { text: label(z) } },
+    },
+    margin: { l: 0, r: 0, t: 40, b: 0 },
+    legend: { orientation: "h" },
+    uirevision: "cube",
+  };
+  return Plotly.react(div, traces, layout, CONFIG);
+}
+
+export function convergence(div, rows) {
+  const told = rows.filter((r) => r.hypervolume !== null);
+  const trace = {
+    name: "hypervolume",
+    type: told.length > LARGE ? "scattergl" : "scatter",
+    mode: "lines",
+    x: told.map((r) => r.result),
+    y: told.map((r) => r.hypervolume),
+    line: { color: FRONTIER, shape: "hv" },
+  };
+  const layout = {
+    title: { text: "hypervolume of the measured frontier", font: { size: 14 }, x: 0.02,
+      xanchor: "left" },
+    xaxis: { title: { text: "results" } },
+    yaxis: { title: { text: "normalised hypervolume" }, rangemode: "tozero" },
+    margin: { l: 60, r: 10, t: 40, b: 50 },
+    uirevision: "hv",
+  };
+  return Plotly.react(div, [trace], layout, CONFIG);
+}

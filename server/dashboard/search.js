@@ -1,0 +1,171 @@
+// #/search/ID : one search. Frontier slices, a 3-D view, the baseline, the hypervolume over
+// time and the sortable candidate table; while the search runs, only results newer than the
+// last seen are fetched (points?after=N).
+import { ApiError, api, esc, fmt, progressBar, specSummary } from "./api.js";
+import { poll } from "./app.js";
+import { convergence, cube, label, slice } from "./plots.js";
+import { SortableTable } from "./table.js";
+
+const HARDWARE = ["latency_ms", "memory_mb"];
+
+export function mount(view, [id]) {
+  view.innerHTML = `
+    <h1 id="title">search ${esc(id)}</h1>
+    <div class="facts" id="facts"></div>
+    <div class="plots">
+      <div class="plot" id="plot-proxy-latency"></div>
+      <div class="plot" id="plot-proxy-memory"></div>
+      <div class="plot" id="plot-latency-memory"></div>
+      <div class="plot" id="plot-3d"></div>
+      <div class="plot" id="plot-hypervolume"></div>
+    </div>
+    <h2>Candidates</h2>
+    <div class="toolbar">
+      <label><input type="checkbox" id="frontier-only"> frontier only</label>
+      <label><input type="checkbox" id="hide-failed"> hide failures</label>
+    </div>
+    <div id="table"></div>`;
+  const state = { id, rows: [], last: 0, frontier: new Set(), baseline: null, table: null };
+  return poll(() => refresh(view, state), 2);
+}
+
+async function refresh(view, state) {
+  const started = performance.now();
+  const info = await api(`/searches/${state.id}`);
+  const points = await api(`/searches/${state.id}/points?after=${state.last}`);
+  const fetched = performance.now();
+  if (!state.columns) setUp(view, state, points);
+  for (const values of points.rows) state.rows.push(asRow(points.columns, values, state.proxy));
+  const timings = { fetch_ms: fetched - started, rows_ms: performance.now() - fetched };
+  state.last = points.last;
+  const frontierChanged = !sameSet(state.frontier, points.frontier);
+  state.frontier = new Set(points.frontier);
+  if (state.baseline === null) state.baseline = await baseline(state);
+  renderFacts(view, info, state);
+  if (points.rows.length || frontierChanged || !view.dataset.ready) {
+    Object.assign(timings, await renderData(view, state));
+  }
+  // How long this update took, by step: read by the scale benchmark (bench/dashboard_scale.py).
+  window.hwnasTimings = { ...timings, total_ms: performance.now() - started };
+  view.dataset.ready = "1";
+  view.dataset.status = info.status;
+  return info.status === "running";
+}
+
+function setUp(view, state, points) {
+  state.columns = points.columns;
+  state.objectives = points.objectives;
+  state.proxy = points.objectives.find((o) => !HARDWARE.includes(o)) || "decoder_params";
+  const proxy = label(state.proxy);
+  const number = (key, title, digits) => ({
+    key, label: title, value: (r) => r[key], html: (r) => fmt(r[key], digits),
+  });
+  const columns = [
+    number("result", "#"),
+    { key: "arch_id", label: "arch id", text: true, value: (r) => r.arch_id,
+      html: (r) => `<span class="mono" title="${r.arch_id}">${r.arch_id.slice(0, 12)}</span>` },
+    { key: "status", label: "status", text: true, value: (r) => r.status, html: (r) => r.status },
+    { key: "on_frontier", label: "frontier", value: (r) => (state.frontier.has(r.arch_id) ? 1 : 0),
+      html: (r) => (state.frontier.has(r.arch_id) ? "&#9679;" : "") },
+    number(state.proxy, proxy, 4),
+    number("latency_ms", "latency ms", 4),
+    number("memory_mb", "memory MB", 4),
+    { key: "feasible", label: "in bounds", value: (r) => r.feasible,
+      html: (r) => (r.feasible === null ? "" : r.feasible ? "yes" : "no") },
+    number("generation", "gen"),
+    { key: "spec", label: "architecture", text: true, value: (r) => r.summary,
+      html: (r) => esc(r.summary) },
+    { key: "export", label: "export", text: true, value: (r) => r.arch_id,
+      html: (r) => ["torch", "onnx", "json"]
+        .map((f) => `<a href="/api/v1/architectures/${r.arch_id}/export?format=${f}">${f}</a>`)
+        .join(" ") },
+  ];
+  if (state.proxy !== "decoder_params") columns.splice(5, 0, number("decoder_params", "decoder params", 4));
+  state.table = new SortableTable(view.querySelector("#table"), columns, {
+    rowClass: (r) => `${state.frontier.has(r.arch_id) ? "frontier" : ""} ${r.status}`,
+    rowId: (r) => r.arch_id,
+  });
+  const filters = () => {
+    const frontierOnly = view.querySelector("#frontier-only").checked;
+    const hideFailed = view.querySelector("#hide-failed").checked;
+    state.table.setFilter((r) => (!frontierOnly || state.frontier.has(r.arch_id))
+      && (!hideFailed || r.status !== "failed"));
+  };
+  view.querySelector("#frontier-only").addEventListener("change", filters);
+  view.querySelector("#hide-failed").addEventListener("change", filters);
+}
+
+function asRow(columns, values, proxy) {
+  const row = {};
+  columns.forEach((name, i) => { row[name] = values[i]; });
+  row.summary = specSummary(row.spec);
+  row.hover = [
+    `<b>${row.arch_id.slice(0, 12)}</b> (#${row.result})`,
+    `${label(proxy)}: ${fmt(row[proxy], 4)}`,
+    `latency: ${fmt(row.latency_ms, 4)} ms, memory: ${fmt(row.memory_mb, 4)} MB`,
+    esc(row.summary),
+  ].join("<br>");
+  return row;
+}
+
+async function baseline(state) {
+  // The report names the layer-scaled baseline measured on the same device class, if any.
+  try {
+    const report = await api(`/searches/${state.id}/report`);
+    if (!report.baseline) return [];
+    const table = await api(`/searches/${report.baseline.baseline_search_id}/points`);
+    return table.rows.map((v) => asRow(table.columns, v, state.proxy))
+      .filter((r) => r.status === "measured")
+      .map((r) => ({ ...r, hover: `baseline, ${r.spec.n_layer} layers<br>${r.hover}` }));
+  } catch (error) {
+    if (error instanceof ApiError) return [];
+    throw error;
+  }
+}
+
+function renderFacts(view, info, state) {
+  const p = info.progress;
+  const hv = p.hypervolume === null ? "-" : p.hypervolume.toFixed(4);
+  view.querySelector("#title").textContent = `${info.name || "search"} (#${info.id})`;
+  view.querySelector("#facts").innerHTML = `
+    <span class="status-${info.status}"><b>${info.status}</b> ${esc(info.finish_reason || "")}</span>
+    <span>${progressBar(p.measured + p.failed, p.budget)}</span>
+    <span>device class <b>${esc(info.device_class)}</b></span>
+    <span>strategy <b>${esc(info.request.strategy)}</b></span>
+    <span>space <b>${esc(info.request.space.kind || "gpt2")}</b></span>
+    <span>running <b>${p.running}</b>, queued <b>${p.queued}</b>, failed <b>${p.failed}</b></span>
+    <span>frontier <b id="frontier-size">${info.frontier_size}</b></span>
+    <span>hypervolume <b>${hv}</b></span>
+    <span>baseline <b>${state.baseline && state.baseline.length ? `${state.baseline.length} depths` : "none"}</b></span>`;
+}
+
+async function renderData(view, state) {
+  const measured = state.rows.filter((r) => r.status === "measured");
+  const data = {
+    rows: measured,
+    frontier: measured.filter((r) => state.frontier.has(r.arch_id)),
+    baseline: state.baseline || [],
+  };
+  const p = state.proxy;
+  const timings = {};
+  const timed = async (name, draw) => {
+    const start = performance.now();
+    await draw();
+    timings[name] = performance.now() - start;
+  };
+  await timed("table_ms", () => state.table.setRows(state.rows));
+  const $ = (id) => view.querySelector(id);
+  await timed("proxy_latency_ms", () => slice($("#plot-proxy-latency"), p, "latency_ms", data));
+  await timed("proxy_memory_ms", () => slice($("#plot-proxy-memory"), p, "memory_mb", data));
+  await timed("latency_memory_ms", () =>
+    slice($("#plot-latency-memory"), "latency_ms", "memory_mb", data));
+  await timed("cube_ms", () => cube($("#plot-3d"), [p, "latency_ms", "memory_mb"], data));
+  await timed("hypervolume_ms", () => convergence($("#plot-hypervolume"), state.rows));
+  view.dataset.results = String(state.rows.length);
+  view.dataset.frontier = String(state.frontier.size);
+  return timings;
+}
+
+function sameSet(set, list) {
+  return set.size === list.length && list.every((x) => set.has(x));
+}

@@ -1,0 +1,156 @@
+"""A search's told results, read once and then only what is new: what every read of a search
+(its summary, frontier, convergence, the dashboard's table) is computed from.
+
+Results are numbered (`CandidateRow.result_seq`) and never change once told, except for the
+hypervolumes backfilled once when the normalisation is fixed; so a table is refreshed by
+reading the rows numbered after its last one, and rebuilt only when the search's
+normalisation changed. Each read selects scalar columns and single members of the
+measurement's JSON, never the whole measurement (its raw samples dominate a row's size).
+The database stays the truth: a table is a cache that any process can rebuild.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from archvocab.proxy_catalog import PROXY_CATALOG
+from archvocab.registry import parse_spec
+from archvocab.wire import SearchCreate
+from proxies.registry import get_proxy
+from server.db import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
+from server.frontier import non_dominated
+
+
+@dataclass
+class Told:
+    """One told result: a measurement or a failure."""
+
+    arch_id: str
+    seq: int
+    generation: int
+    status: str  # measured | failed
+    reused: bool
+    feasible: bool | None  # None unless measured
+    values: dict[str, float | None]  # every objective the search may read, by name
+    hypervolume: float | None
+    agent_id: str | None
+    spec: dict[str, Any]
+    device_s: float  # the agent's time for it (0 when reused)
+    finished_at: datetime | None
+    prediction: dict[str, float] | None
+
+
+@dataclass
+class ResultTable:
+    search_id: int
+    objectives: list[str]
+    rows: list[Told] = field(default_factory=list)
+    frontier: list[Told] = field(default_factory=list)
+    stamp: Any = None  # the normalisation the hypervolumes were read under
+
+    @property
+    def last(self) -> int:
+        return self.rows[-1].seq if self.rows else 0
+
+    def add(self, new: list[Told]) -> None:
+        """Append results; the frontier of all rows is the frontier of (frontier + new)."""
+        self.rows.extend(new)
+        pool = self.frontier + [
+            t for t in new if t.feasible and all(t.values[o] is not None for o in self.objectives)
+        ]
+        mask = non_dominated(
+            self.objectives, [[t.values[o] for o in self.objectives] for t in pool]
+        )
+        self.frontier = sorted((t for t, keep in zip(pool, mask) if keep), key=lambda t: t.seq)
+
+
+class ResultTables:
+    """The result tables of one server process, by search id."""
+
+    def __init__(self) -> None:
+        self._tables: dict[int, ResultTable] = {}
+        self._lock = threading.Lock()
+
+    def get(self, session: Session, search: SearchRow) -> ResultTable:
+        with self._lock:
+            table = self._tables.get(search.id)
+            if table is None or table.stamp != search.normalisation:
+                request = SearchCreate.model_validate(search.request)
+                table = ResultTable(search.id, list(request.objectives), stamp=search.normalisation)
+                self._tables[search.id] = table
+            table.add(_read(session, search, table.last))
+            return table
+
+
+def _read(session: Session, search: SearchRow, after: int) -> list[Told]:
+    request = SearchCreate.model_validate(search.request)
+    proxy = request.proxy_objective
+    query = (
+        select(
+            CandidateRow.arch_id,
+            CandidateRow.result_seq,
+            CandidateRow.generation,
+            CandidateRow.status,
+            CandidateRow.reused,
+            CandidateRow.hypervolume,
+            CandidateRow.finished_at,
+            CandidateRow.prediction,
+            ArchitectureRow.spec,
+            ArchitectureRow.decoder_params,
+            ArchitectureRow.total_params,
+            MeasurementRow.latency_ms,
+            MeasurementRow.peak_memory_mb,
+            MeasurementRow.agent_id,
+            MeasurementRow.result["proxies"],
+            MeasurementRow.result["total_s"],
+        )
+        .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
+        .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
+        .where(CandidateRow.search_id == search.id, CandidateRow.result_seq > after)
+        .order_by(CandidateRow.result_seq)
+    )
+    c = request.constraints
+    told = []
+    for row in session.execute(query):
+        (arch_id, seq, generation, status, reused, hv, finished_at, prediction) = row[:8]
+        spec, dp, tp, latency, memory, agent, reported, total_s = row[8:]
+        measured = status == "measured" and latency is not None
+        feasible = None
+        if measured:
+            feasible = (c.max_latency_ms is None or latency <= c.max_latency_ms) and (
+                c.max_memory_mb is None or memory <= c.max_memory_mb
+            )
+        values: dict[str, float | None] = {
+            **(reported or {}),
+            "decoder_params": float(dp),
+            "total_params": float(tp),
+            "latency_ms": latency,
+            "memory_mb": memory,
+        }
+        if proxy not in values and PROXY_CATALOG[proxy].cost == "zero":
+            values[proxy] = float(get_proxy(proxy).score(parse_spec(spec)))
+        values.setdefault(proxy, None)
+        told.append(
+            Told(
+                arch_id=arch_id,
+                seq=seq,
+                generation=generation,
+                status=status,
+                reused=bool(reused),
+                feasible=feasible,
+                values=values,
+                hypervolume=hv,
+                agent_id=agent,
+                spec=spec,
+                device_s=0.0 if reused or not total_s else float(total_s),
+                finished_at=finished_at,
+                prediction=prediction,
+            )
+        )
+    return told
