@@ -42,5 +42,9 @@ class SearchPoints(Strict):
     after: int = Field(description="the `after` this answers: rows are results after it")
     last: int = Field(description="the highest result number so far: the next poll's `after`")
     frontier: list[str] = Field(description="arch ids on the measured frontier, over all rows")
+    epoch: str = Field(
+        description="changes when earlier rows change (their hypervolumes, once the "
+        "normalisation is fixed): a reader holding rows of another epoch reads again from 0"
+    )
     queued: int
     running: int

@@ -32,6 +32,7 @@ def search_points(store: Store, search_id: int, after: int = 0) -> SearchPoints:
             after=after,
             last=table.last,
             frontier=[t.arch_id for t in table.frontier],
+            epoch=table.epoch,
             queued=counts.get("queued", 0),
             running=counts.get("running", 0),
         )

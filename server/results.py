@@ -11,6 +11,8 @@ The database stays the truth: a table is a cache that any process can rebuild.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,6 +55,12 @@ class ResultTable:
     rows: list[Told] = field(default_factory=list)
     frontier: list[Told] = field(default_factory=list)
     stamp: Any = None  # the normalisation the hypervolumes were read under
+
+    @property
+    def epoch(self) -> str:
+        """Names the normalisation the rows' hypervolumes were computed under."""
+        canonical = json.dumps(self.stamp, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     @property
     def last(self) -> int:

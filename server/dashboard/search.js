@@ -32,7 +32,13 @@ export function mount(view, [id]) {
 async function refresh(view, state) {
   const started = performance.now();
   const info = await api(`/searches/${state.id}`);
-  const points = await api(`/searches/${state.id}/points?after=${state.last}`);
+  let points = await api(`/searches/${state.id}/points?after=${state.last}`);
+  if (state.epoch !== undefined && points.epoch !== state.epoch) {
+    // Earlier rows changed (hypervolumes backfilled once the normalisation was fixed).
+    state.rows = [];
+    points = await api(`/searches/${state.id}/points?after=0`);
+  }
+  state.epoch = points.epoch;
   const fetched = performance.now();
   if (!state.columns) setUp(view, state, points);
   for (const values of points.rows) state.rows.push(asRow(points.columns, values, state.proxy));

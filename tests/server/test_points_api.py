@@ -66,3 +66,19 @@ def test_bad_cursors_and_unknown_searches_are_refused(client):
     assert client.get("/api/v1/searches/99/points").status_code == 404
     bad = client.get("/api/v1/searches/1/points", params={"after": -1})
     assert bad.status_code == 422 and "after" in bad.json()["message"]
+
+
+def test_the_epoch_changes_when_the_normalisation_backfills_earlier_hypervolumes(client):
+    # No constraint bounds: the hardware references are fixed from the first 10 results.
+    search = client.post("/api/v1/searches", json=search_request()).json()
+    agent = register(client)
+    play_agent(client, agent, max_jobs=4)
+    early = client.get(f"/api/v1/searches/{search['id']}/points").json()
+    hv = early["columns"].index("hypervolume")
+    assert [r[hv] for r in early["rows"]] == [None] * 4
+    play_agent(client, agent)
+    late = client.get(f"/api/v1/searches/{search['id']}/points").json()
+    assert late["epoch"] != early["epoch"]
+    assert all(r[hv] is not None for r in late["rows"])
+    again = client.get(f"/api/v1/searches/{search['id']}/points", params={"after": 12}).json()
+    assert again["epoch"] == late["epoch"]

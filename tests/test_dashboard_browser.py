@@ -1,0 +1,146 @@
+"""The dashboard in a real browser (headless Chromium) against a real server and a real
+agent: a layer-scaled baseline and a search measured while the page watches, then the
+frontier plots, the table, the agents page and the new-search form."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from browser import chromium, screenshot, wait_for
+from factories import FAST_MEASUREMENT, TINY_SPACE, search_request
+from test_end_to_end import _wait_finished, one_agent_service
+
+pytestmark = pytest.mark.slow
+
+SPACE = {**TINY_SPACE, "baseline_d_model": 64, "baseline_d_inner": 128, "baseline_n_head": 2}
+BUDGET = 12
+# Two objectives: a 2-D frontier leaves measured points off it, so the counts below differ.
+OBJECTIVES = ["decoder_params", "latency_ms"]
+
+# The frontier trace's drawn points (SVG) in one plot, found by the trace's name.
+COUNT_POINTS = """
+const div = document.querySelector(arguments[0]);
+const trace = [...div.querySelectorAll('.scatterlayer .trace')]
+  .find(g => g.__data__ && g.__data__[0].trace.name === arguments[1]);
+return trace ? trace.querySelectorAll('path.point').length : -1;
+"""
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    url, procs = one_agent_service(tmp_path_factory.mktemp("dashboard"))
+    yield url, procs
+    procs.stop_all()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as driver:
+        yield driver
+
+
+def _dataset(driver, key):
+    return driver.execute_script(f"return document.getElementById('view').dataset.{key}")
+
+
+def _open(driver, url, hash_):
+    driver.get(f"{url}/dashboard/{hash_}")
+    driver.refresh()  # a hash change alone keeps the old page's state
+    return wait_for(lambda: _dataset(driver, "ready") == "1", what=f"{hash_} to render")
+
+
+def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(service, browser):
+    url, procs = service
+    with httpx.Client(base_url=url, timeout=30) as api:
+        baseline = api.post(
+            "/api/v1/baselines",
+            json={
+                "space": SPACE,
+                "device_class": "test-cpu",
+                "layers": [1, 2],
+                "measurement": FAST_MEASUREMENT,
+            },
+        ).json()
+        _wait_finished(api, baseline["id"], procs)
+        request = search_request(
+            space=SPACE, budget={"max_evaluations": BUDGET}, objectives=OBJECTIVES
+        )
+        search_id = api.post("/api/v1/searches", json=request).json()["id"]
+        _open(browser, url, f"#/search/{search_id}")
+        first = int(_dataset(browser, "results"))
+        wait_for(lambda: _dataset(browser, "status") == "finished", 300, "the search to finish")
+        wait_for(lambda: _dataset(browser, "results") == str(BUDGET), 30, "the last results")
+        pareto = api.get(f"/api/v1/searches/{search_id}/pareto").json()
+        candidates = api.get(f"/api/v1/searches/{search_id}/candidates").json()
+    assert first < BUDGET  # the page saw the search running and caught up by itself
+    measured = [c for c in candidates if c["status"] == "measured"]
+    assert 0 < len(pareto) < len(measured)
+    for plot in ("#plot-proxy-latency", "#plot-proxy-memory", "#plot-latency-memory"):
+        assert browser.execute_script(COUNT_POINTS, plot, "frontier") == len(pareto)
+        assert browser.execute_script(COUNT_POINTS, plot, "measured") == len(measured)
+        assert browser.execute_script(COUNT_POINTS, plot, "layer-scaled baseline") == 2
+    # Every result has its hypervolume, also those told before the normalisation was fixed.
+    hv = browser.execute_script("return document.querySelector('#plot-hypervolume').data[0].x")
+    assert hv == list(range(1, BUDGET + 1))
+    rows = browser.find_elements("css selector", "#table tbody tr")
+    assert sorted(r.get_attribute("data-arch") for r in rows) == sorted(
+        c["arch_id"] for c in candidates
+    )
+    bold = browser.find_elements("css selector", "#table tbody tr.frontier")
+    assert {r.get_attribute("data-arch") for r in bold} == {p["arch_id"] for p in pareto}
+    screenshot(browser, "dashboard-search")
+
+    browser.find_element("css selector", "#table th[data-key=latency_ms]").click()
+    first_row = browser.find_element("css selector", "#table tbody tr")
+    fastest = min(measured, key=lambda c: c["objectives"]["latency_ms"])
+    assert first_row.get_attribute("data-arch") == fastest["arch_id"]
+    browser.find_element("css selector", "#frontier-only").click()
+    shown = browser.find_elements("css selector", "#table tbody tr")
+    assert len(shown) == len(pareto)
+
+
+def test_the_searches_and_agents_pages_list_what_the_server_has(service, browser):
+    url, _ = service
+    with httpx.Client(base_url=url, timeout=30) as api:
+        searches = api.get("/api/v1/searches").json()
+        agents = api.get("/api/v1/agents").json()
+    _open(browser, url, "#/")
+    listed = browser.find_elements("css selector", "#searches-table tbody tr")
+    assert [r.get_attribute("data-search") for r in listed] == [
+        str(s["id"]) for s in reversed(searches)
+    ]
+    _open(browser, url, "#/agents")
+    row = browser.find_element("css selector", f"tr[data-agent='{agents[0]['agent_id']}']")
+    cells = [c.text for c in row.find_elements("css selector", "td")]
+    assert cells[-2:] == [str(agents[0]["jobs_done"]), str(agents[0]["failures"])]
+    assert "online" in cells
+
+
+def test_the_form_shows_the_apis_refusal_and_starts_a_valid_search(service, browser):
+    url, _ = service
+    _open(browser, url, "#/new")
+    budget = browser.find_element("css selector", "#f-budget")
+    budget.clear()
+    budget.send_keys("0")
+    browser.find_element("css selector", "#new-search button[type=submit]").click()
+    error = wait_for(
+        lambda: browser.find_element("css selector", "#form-error").text, what="the refusal"
+    )
+    assert "budget.max_evaluations" in error and "greater than or equal to 1" in error
+    assert "invalid" in budget.get_attribute("class")
+    screenshot(browser, "dashboard-form-refusal")
+
+    budget.clear()
+    budget.send_keys("3")
+    device = browser.find_element("css selector", "#f-device_class")
+    device.clear()
+    device.send_keys("nobody-serves-this")  # stays queued: the test agent serves test-cpu
+    browser.find_element("css selector", "#new-search button[type=submit]").click()
+    wait_for(lambda: "#/search/" in browser.current_url, what="the new search's page")
+    search_id = int(browser.current_url.rsplit("/", 1)[1])
+    with httpx.Client(base_url=url, timeout=30) as api:
+        created = api.get(f"/api/v1/searches/{search_id}").json()
+        api.post(f"/api/v1/searches/{search_id}/cancel")
+    assert created["device_class"] == "nobody-serves-this"
+    assert created["request"]["budget"]["max_evaluations"] == 3
+    assert created["request"]["strategy"] == "hwnas"
