@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -25,15 +26,22 @@ SERVER_ENV = "HWNAS_SERVER"
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Console()
-    err = Console(stderr=True)
+    out = Console(highlight=False)
+    if not out.is_terminal:  # a pipe or a file: wide lines, not wrapped at 80 columns
+        out = Console(highlight=False, width=200)
+    err = Console(stderr=True, highlight=False)
     server = args.server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
     try:
         with Client(server) as client:
             return _COMMANDS[args.search_command](client, args, out, err)
     except ApiError as exc:
-        where = f" ({exc.field})" if exc.field else ""
-        err.print(f"hwnas search {args.search_command}: {exc.status}{where}: {exc.message}")
+        where = f" ({exc.field})" if exc.field and exc.field not in exc.message else ""
+        err.print(
+            f"hwnas search {args.search_command}: {exc.status}{where}: {exc.message}", markup=False
+        )
+        return 1
+    except httpx.TransportError as exc:
+        err.print(f"hwnas search {args.search_command}: cannot reach {server}: {exc}", markup=False)
         return 1
     except (OSError, ValueError) as exc:
         err.print(f"hwnas search {args.search_command}: {exc}")
@@ -116,7 +124,8 @@ def _status(client: Client, args: argparse.Namespace, out: Console, _err: Consol
     hv = "-" if p.hypervolume is None else f"{p.hypervolume:.4f}"
     out.print(f"  frontier: {info.frontier_size} architectures; hypervolume {hv}")
     for best in info.best:
-        out.print(f"  best {best.objective} ({best.sense}): {best.value:g}  [{best.arch_id}]")
+        line = f"  best {best.objective} ({best.sense}): {_number(best.value)}  {best.arch_id}"
+        out.print(line, markup=False)
     return 0
 
 
