@@ -23,6 +23,8 @@ def serve(args: argparse.Namespace) -> int:
     except SchemaMismatch as exc:
         print(f"hwnas serve: {exc}", file=sys.stderr)
         return 2
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    print(f"hwnas: dashboard at http://{host}:{args.port}/dashboard/", file=sys.stderr)
     # log_config=None keeps uvicorn from installing its own handlers, so its lines reach ours
     # in the same format; its access log is off because the app logs each request itself.
     uvicorn.run(

@@ -165,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
             created = client.post("/api/v1/searches", json=demo_request(args.budget, args.seed))
             search_id = created.raise_for_status().json()["id"]
             console.print(f"Search {search_id} started on {url} with 1 agent ({DEVICE_CLASS}).")
+            console.print(f"Watch it live:   {url}/dashboard/#/search/{search_id}")
             info = wait_for(client, search_id, console, quiet=False)
             points = client.get(f"/api/v1/searches/{search_id}/pareto").raise_for_status().json()
         if args.json:
@@ -181,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
             f"Everything is stored in {db_path} (agent log: {db_path.with_suffix('.agent.log')})."
         )
         if args.keep_serving:
+            console.print(f"Dashboard:       {url}/dashboard/#/search/{search_id}")
             console.print(f"All candidates:  {url}/api/v1/searches/{search_id}/candidates")
             console.print(f"Frontier as CSV: {url}/api/v1/searches/{search_id}/pareto?format=csv")
             console.print(f"API docs:        {url}/docs   (serving until Ctrl-C)")
@@ -188,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 time.sleep(3600)
         console.print(
             f"Browse it again: hwnas serve --db {db_path}, then "
-            f"http://127.0.0.1:8000/api/v1/searches/{search_id}/pareto (or ?format=csv)"
+            f"http://127.0.0.1:8000/dashboard/#/search/{search_id}"
         )
         return 0
     except KeyboardInterrupt:
