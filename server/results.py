@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -79,10 +80,12 @@ class ResultTable:
 
 
 class ResultTables:
-    """The result tables of one server process, by search id."""
+    """The result tables of one server process, by search id; the `keep` most recently read
+    stay in memory (a 20,000-result table holds a few tens of MB)."""
 
-    def __init__(self) -> None:
-        self._tables: dict[int, ResultTable] = {}
+    def __init__(self, keep: int = 32) -> None:
+        self._tables: OrderedDict[int, ResultTable] = OrderedDict()
+        self._keep = keep
         self._lock = threading.Lock()
 
     def get(self, session: Session, search: SearchRow) -> ResultTable:
@@ -92,73 +95,79 @@ class ResultTables:
                 request = SearchCreate.model_validate(search.request)
                 table = ResultTable(search.id, list(request.objectives), stamp=search.normalisation)
                 self._tables[search.id] = table
+            self._tables.move_to_end(search.id)
+            while len(self._tables) > self._keep:
+                self._tables.popitem(last=False)
             table.add(_read(session, search, table.last))
             return table
 
 
+# The columns a Told is made of, in this order (see _told).
+_COLUMNS = (
+    CandidateRow.arch_id,
+    CandidateRow.result_seq,
+    CandidateRow.generation,
+    CandidateRow.status,
+    CandidateRow.reused,
+    CandidateRow.hypervolume,
+    CandidateRow.finished_at,
+    CandidateRow.prediction,
+    ArchitectureRow.spec,
+    ArchitectureRow.decoder_params,
+    ArchitectureRow.total_params,
+    MeasurementRow.latency_ms,
+    MeasurementRow.peak_memory_mb,
+    MeasurementRow.agent_id,
+    MeasurementRow.result["proxies"],
+    MeasurementRow.result["total_s"],
+)
+
+
 def _read(session: Session, search: SearchRow, after: int) -> list[Told]:
+    """The search's results numbered above `after`, in order."""
     request = SearchCreate.model_validate(search.request)
-    proxy = request.proxy_objective
     query = (
-        select(
-            CandidateRow.arch_id,
-            CandidateRow.result_seq,
-            CandidateRow.generation,
-            CandidateRow.status,
-            CandidateRow.reused,
-            CandidateRow.hypervolume,
-            CandidateRow.finished_at,
-            CandidateRow.prediction,
-            ArchitectureRow.spec,
-            ArchitectureRow.decoder_params,
-            ArchitectureRow.total_params,
-            MeasurementRow.latency_ms,
-            MeasurementRow.peak_memory_mb,
-            MeasurementRow.agent_id,
-            MeasurementRow.result["proxies"],
-            MeasurementRow.result["total_s"],
-        )
+        select(*_COLUMNS)
         .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
         .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
         .where(CandidateRow.search_id == search.id, CandidateRow.result_seq > after)
         .order_by(CandidateRow.result_seq)
     )
-    c = request.constraints
-    told = []
-    for row in session.execute(query):
-        (arch_id, seq, generation, status, reused, hv, finished_at, prediction) = row[:8]
-        spec, dp, tp, latency, memory, agent, reported, total_s = row[8:]
-        measured = status == "measured" and latency is not None
-        feasible = None
-        if measured:
-            feasible = (c.max_latency_ms is None or latency <= c.max_latency_ms) and (
-                c.max_memory_mb is None or memory <= c.max_memory_mb
-            )
-        values: dict[str, float | None] = {
-            **(reported or {}),
-            "decoder_params": float(dp),
-            "total_params": float(tp),
-            "latency_ms": latency,
-            "memory_mb": memory,
-        }
-        if proxy not in values and PROXY_CATALOG[proxy].cost == "zero":
-            values[proxy] = float(get_proxy(proxy).score(parse_spec(spec)))
-        values.setdefault(proxy, None)
-        told.append(
-            Told(
-                arch_id=arch_id,
-                seq=seq,
-                generation=generation,
-                status=status,
-                reused=bool(reused),
-                feasible=feasible,
-                values=values,
-                hypervolume=hv,
-                agent_id=agent,
-                spec=spec,
-                device_s=0.0 if reused or not total_s else float(total_s),
-                finished_at=finished_at,
-                prediction=prediction,
-            )
+    return [_told(row, request) for row in session.execute(query)]
+
+
+def _told(row: Any, request: SearchCreate) -> Told:
+    arch_id, seq, generation, status, reused, hv, finished_at, prediction = row[:8]
+    spec, dp, tp, latency, memory, agent, reported, total_s = row[8:]
+    feasible = None
+    if status == "measured" and latency is not None:
+        c = request.constraints
+        feasible = (c.max_latency_ms is None or latency <= c.max_latency_ms) and (
+            c.max_memory_mb is None or memory <= c.max_memory_mb
         )
-    return told
+    values: dict[str, float | None] = {
+        **(reported or {}),  # low-cost proxies the agent computed
+        "decoder_params": float(dp),
+        "total_params": float(tp),
+        "latency_ms": latency,
+        "memory_mb": memory,
+    }
+    proxy = request.proxy_objective
+    if proxy not in values and PROXY_CATALOG[proxy].cost == "zero":  # analytic, e.g. flops
+        values[proxy] = float(get_proxy(proxy).score(parse_spec(spec)))
+    values.setdefault(proxy, None)
+    return Told(
+        arch_id=arch_id,
+        seq=seq,
+        generation=generation,
+        status=status,
+        reused=bool(reused),
+        feasible=feasible,
+        values=values,
+        hypervolume=hv,
+        agent_id=agent,
+        spec=spec,
+        device_s=0.0 if reused or not total_s else float(total_s),
+        finished_at=finished_at,
+        prediction=prediction,
+    )

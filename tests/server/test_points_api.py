@@ -82,3 +82,12 @@ def test_the_epoch_changes_when_the_normalisation_backfills_earlier_hypervolumes
     assert all(r[hv] is not None for r in late["rows"])
     again = client.get(f"/api/v1/searches/{search['id']}/points", params={"after": 12}).json()
     assert again["epoch"] == late["epoch"]
+
+
+def test_tables_of_many_searches_are_evicted_and_rebuilt_the_same(client):
+    store = client.app.state.store
+    store.results = type(store.results)(keep=1)
+    first, second = _finished(client), _finished(client)
+    before = client.get(f"/api/v1/searches/{first}/points").json()
+    client.get(f"/api/v1/searches/{second}/points")  # evicts the first search's table
+    assert client.get(f"/api/v1/searches/{first}/points").json() == before
