@@ -243,6 +243,7 @@ class AgentView(BaseModel):
     last_seen_at: datetime
     jobs_done: int
     failures: int
+    online: bool = Field(False, description="seen within the server's lease period")
 
 
 class JobLease(BaseModel):

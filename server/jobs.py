@@ -69,6 +69,8 @@ def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
 
 
 def list_agents(store: Store) -> list[AgentView]:
+    # Online: seen within a lease period, as /metrics counts hwnas_agents_online.
+    since = store.now() - timedelta(seconds=store.settings.lease_seconds)
     with store.read() as session:
         return [
             AgentView(
@@ -80,6 +82,7 @@ def list_agents(store: Store) -> list[AgentView]:
                 last_seen_at=as_utc(a.last_seen_at),
                 jobs_done=a.jobs_done,
                 failures=a.failures,
+                online=a.last_seen_at >= since,
             )
             for a in session.scalars(select(AgentRow).order_by(AgentRow.registered_at))
         ]

@@ -2,8 +2,6 @@
 import { ago, api, esc } from "./api.js";
 import { poll } from "./app.js";
 
-const ONLINE_S = 120; // seen this recently: shown as online
-
 export function mount(view) {
   view.innerHTML = `<h1>Agents</h1><div id="agents"></div>`;
   return poll(async () => {
@@ -21,7 +19,7 @@ function render(box, agents) {
   }
   const rows = agents.map((a) => {
     const fp = a.fingerprint;
-    const online = (Date.now() - Date.parse(a.last_seen_at)) / 1000 < ONLINE_S;
+    const online = a.online; // seen within the server's lease period
     const device = [fp.cpu_model, fp.accelerator].filter(Boolean).join(" + ");
     return `<tr data-agent="${esc(a.agent_id)}">
       <td class="text">${esc(a.name || a.agent_id)}</td>

@@ -166,3 +166,12 @@ def test_a_restarted_server_resumes_the_search_and_proposes_the_same_architectur
     uninterrupted = straight.get(f"/api/v1/searches/{search_id}/candidates").json()
     assert [c["arch_id"] for c in resumed] == [c["arch_id"] for c in uninterrupted]
     assert second.get(f"/api/v1/searches/{search_id}").json()["status"] == "finished"
+
+
+def test_agents_are_online_within_a_lease_period_of_their_last_request(client, clock):
+    agent = register(client)
+    assert client.get("/api/v1/agents").json()[0]["online"] is True
+    clock.advance(31)  # the fixture's lease is 30 s
+    assert client.get("/api/v1/agents").json()[0]["online"] is False
+    client.post(f"/api/v1/agents/{agent}/claim")
+    assert client.get("/api/v1/agents").json()[0]["online"] is True
