@@ -17,16 +17,37 @@ STORED = ("decoder_params", "total_params")  # columns of ArchitectureRow
 def objective_values(row: CandidateRow, request: SearchCreate) -> dict[str, float | None]:
     """Parameter counts, the search's proxy objective and the measured costs of a row."""
     m = row.measurement
+    return values_of(
+        request,
+        row.architecture.spec,
+        row.architecture.decoder_params,
+        row.architecture.total_params,
+        m.latency_ms if m else None,
+        m.peak_memory_mb if m else None,
+        m.result.get("proxies") if m else None,
+    )
+
+
+def values_of(
+    request: SearchCreate,
+    spec: dict,
+    decoder_params: int,
+    total_params: int,
+    latency_ms: float | None,
+    memory_mb: float | None,
+    reported: dict[str, float] | None,
+) -> dict[str, float | None]:
+    """The objective values of one architecture, from its stored columns."""
     values: dict[str, float | None] = {
-        **(m.result.get("proxies", {}) if m else {}),  # low-cost proxies the agent computed
-        "decoder_params": float(row.architecture.decoder_params),
-        "total_params": float(row.architecture.total_params),
-        "latency_ms": m.latency_ms if m else None,
-        "memory_mb": m.peak_memory_mb if m else None,
+        **(reported or {}),  # low-cost proxies the agent computed
+        "decoder_params": float(decoder_params),
+        "total_params": float(total_params),
+        "latency_ms": latency_ms,
+        "memory_mb": memory_mb,
     }
     proxy = request.proxy_objective
     if proxy not in values and PROXY_CATALOG[proxy].cost == "zero":  # analytic, e.g. flops
-        values[proxy] = get_proxy(proxy).score(parse_spec(row.architecture.spec))
+        values[proxy] = get_proxy(proxy).score(parse_spec(spec))
     return values
 
 

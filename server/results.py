@@ -22,12 +22,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from archvocab.proxy_catalog import PROXY_CATALOG
-from archvocab.registry import parse_spec
 from archvocab.wire import SearchCreate
-from proxies.registry import get_proxy
 from server.db import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
-from server.frontier import non_dominated
+from server.frontier import non_dominated, values_of
 
 
 @dataclass
@@ -145,17 +142,8 @@ def _told(row: Any, request: SearchCreate) -> Told:
         feasible = (c.max_latency_ms is None or latency <= c.max_latency_ms) and (
             c.max_memory_mb is None or memory <= c.max_memory_mb
         )
-    values: dict[str, float | None] = {
-        **(reported or {}),  # low-cost proxies the agent computed
-        "decoder_params": float(dp),
-        "total_params": float(tp),
-        "latency_ms": latency,
-        "memory_mb": memory,
-    }
-    proxy = request.proxy_objective
-    if proxy not in values and PROXY_CATALOG[proxy].cost == "zero":  # analytic, e.g. flops
-        values[proxy] = float(get_proxy(proxy).score(parse_spec(spec)))
-    values.setdefault(proxy, None)
+    values = values_of(request, spec, dp, tp, latency, memory, reported)
+    values.setdefault(request.proxy_objective, None)
     return Told(
         arch_id=arch_id,
         seq=seq,
