@@ -1,20 +1,13 @@
 """The dashboard and the API at 20,000 candidates, against a 1,000-candidate baseline.
 
-Two SQLite files, each holding one finished search written by `bench/large_search.py` (a
-small one, the baseline, and a large one), and one real `hwnas serve` over each. A file per
-size, not both searches in one, because /searches, /agents and /metrics read the whole
-database: with a file each, their baseline is a small installation too. Then, for `--repeats`
-rounds, small and large interleaved (the order alternates each round):
-
-1. the API: wall time and bytes (gzip on the wire, as a browser asks) of every endpoint the
-   dashboard reads, `--calls` times each; /points also with `?after=last-10`, the live poll;
-2. the page, in headless chromium: a fresh load of `#/search/ID` until the page says it is
-   ready (`#view[data-ready=1]`; page clock from navigation start and Python's wall clock),
-   the page's own timings of that update (`window.hwnasTimings`), the JS heap, then a sort
-   on latency and the "frontier only" filter on and off, each timed in the page from the
-   click to the table's forced layout (the click is handled synchronously).
-
-Medians per size and metric and the large/small ratio go to a table and `--json`.
+Two SQLite files, one finished search each (`bench/large_search.py`), one `hwnas serve` over
+each: a file per size because /searches, /agents and /metrics read the whole database. For
+`--repeats` rounds, small and large interleaved (order alternating), it times every endpoint
+the dashboard reads (gzip, as a browser asks; /points also `?after=N-10`, the live poll), and
+in headless chromium a fresh load of the search's page until `#view[data-ready=1]`, the page's
+own step timings, its JS heap, and a sort and the "frontier only" filter (click to layout).
+Medians, large/small ratios and every sample go to a table and `--json`; docs/benchmarks.md
+says how to read them.
 
     .venv/bin/python -m bench.dashboard_scale [--small 1000] [--large 20000] [--repeats 5]
         [--calls 3] [--workdir DIR] [--json bench/results/dashboard_scale.json]
@@ -62,7 +55,10 @@ PAGE_TIMINGS += ("latency_memory_ms", "cube_ms", "hypervolume_ms", "total_ms")
 # Records when #view turns ready, on the page's own clock (ms from navigation start).
 READY_PROBE = """new MutationObserver((_, obs) => {
   const view = document.getElementById('view');
-  if (view && view.dataset.ready === '1') { window.hwnasReadyAt = performance.now(); obs.disconnect(); }
+  if (view && view.dataset.ready === '1') {
+    window.hwnasReadyAt = performance.now();
+    obs.disconnect();
+  }
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-ready']});"""
 # Clicks an element and forces the table's layout; sorting and filtering are synchronous.
 CLICK = """const el = document.querySelector(arguments[0]);
@@ -70,8 +66,14 @@ const t0 = performance.now();
 el.click();
 document.querySelector('#table tbody').offsetHeight;
 const ms = performance.now() - t0;
-const row = document.querySelector('#table tbody tr');
-return [ms, row ? row.dataset.arch : null, document.querySelector('#table .table-count').textContent];"""
+const rows = [...document.querySelectorAll('#table tbody tr')];
+const top = rows.slice(0, 5).map((r) => r.dataset.arch);
+const count = document.querySelector('#table .table-count').textContent;
+return [ms, top, count];"""
+ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1800")
+ARGS += ("--disable-background-networking", "--enable-unsafe-swiftshader")
+ARGS += ("--enable-precise-memory-info", "--js-flags=--expose-gc")
+ARGS += ("--disable-features=BackForwardCache",)
 SORT = '#table th[data-key="latency_ms"]'
 FILTER = "#frontier-only"
 
@@ -151,11 +153,10 @@ def browser():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1800"):
+    # No GPU, so WebGL is SwiftShader; the heap read after a collection (expose-gc); no
+    # back/forward cache, so earlier loads don't linger in the page's process.
+    for arg in ARGS:
         opts.add_argument(arg)
-    opts.add_argument("--disable-background-networking")
-    opts.add_argument("--enable-unsafe-swiftshader")
-    opts.add_argument("--enable-precise-memory-info")
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": READY_PROBE})
     return driver
@@ -168,24 +169,25 @@ def time_page(driver, url: str, search_id: int, visit: int) -> tuple[dict, dict]
 
     started = time.perf_counter()
     driver.get(f"{url}/dashboard/?visit={visit}#/search/{search_id}")
-    WebDriverWait(driver, 300, poll_frequency=0.02).until(
-        lambda d: d.execute_script("return window.hwnasReadyAt !== undefined")
+    settled = WebDriverWait(driver, 300, poll_frequency=0.02).until(
+        lambda d: d.execute_script("return window.hwnasReadyAt && performance.now()")
     )
     sample = {"page wall ms": 1000 * (time.perf_counter() - started)}
     state = driver.execute_script(
-        "const v = document.getElementById('view');"
+        "const v = document.getElementById('view'); gc();"
         "return [window.hwnasReadyAt, window.hwnasTimings, v.dataset.results, v.dataset.frontier,"
-        " performance.memory ? performance.memory.usedJSHeapSize : null];"
+        " performance.memory.usedJSHeapSize];"
     )
     ready, timings, results, frontier, heap = state
     sample["page ready ms"] = ready
+    sample["page settled ms"] = settled
     sample.update({f"page {k}": timings[k] for k in PAGE_TIMINGS})
-    sample["page js heap MB"] = heap / 1e6 if heap else float("nan")
+    sample["page js heap MB"] = heap / 1e6  # chromium's performance.memory
     shown = {"results": int(results), "frontier": int(frontier)}
     for name, selector in (("sort", SORT), ("filter on", FILTER), ("filter off", FILTER)):
-        ms, first, count = driver.execute_script(CLICK, selector)
+        ms, top, count = driver.execute_script(CLICK, selector)
         sample[f"page {name} ms"] = ms
-        shown[name] = {"first": first, "count": count}
+        shown[name] = {"top": top, "count": count}
     return sample, shown
 
 
@@ -229,13 +231,12 @@ def summarise(args, sizes, ids, samples, checks, browser_version) -> dict:
     medians = {
         label: {k: statistics.median(v) for k, v in per.items()} for label, per in samples.items()
     }
-    ratios = {
-        k: medians["large"][k] / medians["small"][k] if medians["small"][k] else None
-        for k in medians["small"]
-    }
+    small, large = medians["small"], medians["large"]
+    ratios = {k: large[k] / small[k] if small[k] else None for k in small}
     return {
-        "command": "python -m bench.dashboard_scale " + shlex.join(args.argv),
+        "command": shlex.join(["python", "-m", "bench.dashboard_scale", *args.argv]),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit(),
         "machine": machine(browser_version),
         "sizes": sizes,
         "search_ids": ids,
@@ -249,10 +250,10 @@ def summarise(args, sizes, ids, samples, checks, browser_version) -> dict:
 
 
 def machine(browser_version: str | None) -> dict:
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")),
-        platform.processor(),
-    )
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    cpu = models[0] if models else platform.processor()
     return {
         "nproc": os.cpu_count(),
         "cpu": cpu,
@@ -262,24 +263,42 @@ def machine(browser_version: str | None) -> dict:
     }
 
 
-def _cpuinfo() -> list[str]:
-    with contextlib.suppress(OSError):
-        return Path("/proc/cpuinfo").read_text().splitlines()
-    return []
+def commit() -> str | None:
+    """HEAD, marked `+dirty` when the working tree differs (the numbers belong to the tree)."""
+    git = ["git", "-C", str(ROOT)]
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        head = subprocess.check_output([*git, "rev-parse", "--short", "HEAD"], text=True)
+        dirty = subprocess.run([*git, "diff", "--quiet", "HEAD"], check=False).returncode
+        return head.strip() + ("+dirty" if dirty else "")
+    return None
 
 
 def print_table(result: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    small, large = result["sizes"]["small"], result["sizes"]["large"]
-    table = Table(title=f"medians of {result['repeats']} interleaved rounds")
-    for column in ("metric", f"{small:,}", f"{large:,}", "large / small"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
-    for key, ratio in result["ratios"].items():
-        a, b = result["medians"]["small"][key], result["medians"]["large"][key]
-        table.add_row(key, f"{a:.1f}", f"{b:.1f}", "-" if ratio is None else f"{ratio:.1f}x")
-    Console().print(table)
+    small, large = (f"{result['sizes'][k]:,}" for k in ("small", "large"))
+    med, ratios = result["medians"], result["ratios"]
+
+    def cell(label: str, key: str) -> str:
+        return f"{med[label][key]:.1f}"
+
+    def times(key: str) -> str:
+        return "-" if ratios[key] is None else f"{ratios[key]:.1f}x"
+
+    api = Table(title=f"API: medians of {result['repeats']} x {result['calls']} calls")
+    for column in ("endpoint", f"ms {small}", f"ms {large}", "ratio", f"kB {small}", f"kB {large}"):
+        api.add_column(column, justify="left" if column == "endpoint" else "right")
+    for name in ENDPOINTS:
+        ms, kb = f"api {name} ms", f"api {name} kB"
+        row = [cell("small", ms), cell("large", ms), times(ms)]
+        api.add_row(name, *row, cell("small", kb), cell("large", kb))
+    page = Table(title=f"page: medians of {result['repeats']} loads")
+    for column in ("metric", small, large, "ratio"):
+        page.add_column(column, justify="left" if column == "metric" else "right")
+    for key in (k for k in ratios if k.startswith("page ")):
+        page.add_row(key[5:], cell("small", key), cell("large", key), times(key))
+    Console().print(api, page)
 
 
 def main(argv: list[str] | None = None) -> int:

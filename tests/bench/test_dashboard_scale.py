@@ -38,7 +38,12 @@ def expected_metrics() -> set[str]:
     api = {f"api {name} {unit}" for name in ds.ENDPOINTS for unit in ("ms", "kB")}
     page = {f"page {timing}" for timing in ds.PAGE_TIMINGS}
     clicks = {f"page {name} ms" for name in ("sort", "filter on", "filter off")}
-    return api | page | clicks | {"page wall ms", "page ready ms", "page js heap MB"}
+    return (
+        api
+        | page
+        | clicks
+        | {"page wall ms", "page ready ms", "page settled ms", "page js heap MB"}
+    )
 
 
 def test_every_metric_for_both_sizes(run: tuple[dict, Path]) -> None:
@@ -56,20 +61,23 @@ def test_every_metric_for_both_sizes(run: tuple[dict, Path]) -> None:
 def test_the_page_shows_every_result_sorts_and_filters(run: tuple[dict, Path]) -> None:
     result, workdir = run
     for label, size in SIZES.items():
-        fastest = fastest_arch(workdir / f"{label}-{size}.db", result["search_ids"][label])
+        fastest = fastest_archs(workdir / f"{label}-{size}.db", result["search_ids"][label])
         for shown in result["checks"][label]:
-            front = shown["frontier"]
+            front, every = shown["frontier"], f"{size} shown of {size} ({size} results)"
             assert shown["results"] == size
             assert 0 < front < size
-            assert shown["sort"] == {"first": fastest, "count": f"{size} shown of {size} ({size} results)"}
+            assert shown["sort"] == {"top": fastest, "count": every}
             assert shown["filter on"]["count"] == f"{front} shown of {front} ({size} results)"
-            assert shown["filter off"]["count"] == shown["sort"]["count"]
+            assert shown["filter off"]["count"] == every
 
 
-def fastest_arch(db: Path, search_id: int) -> str:
+def fastest_archs(db: Path, search_id: int) -> list[str]:
+    """The five fastest of the search's architectures, as the table's first rows sorted on
+    latency should list them."""
     with closing(sqlite3.connect(db)) as conn:
-        (arch,) = conn.execute(
-            "SELECT arch_id FROM measurements WHERE search_id = ? ORDER BY latency_ms, created_at LIMIT 1",
+        rows = conn.execute(
+            "SELECT arch_id FROM measurements WHERE search_id = ?"
+            " ORDER BY latency_ms, created_at LIMIT 5",
             (search_id,),
-        ).fetchone()
-    return arch
+        ).fetchall()
+    return [arch for (arch,) in rows]
