@@ -43,6 +43,11 @@ def test_a_search_started_waited_on_and_read_through_the_client(hw, http):
     table = hw.points(search.id)
     assert sorted(table.frontier) == sorted(p.arch_id for p in front)
     assert len(table.rows) == 12
+    frame = hw.points_frame(search.id)
+    assert len(frame) == 12 and list(frame.columns[:2]) == ["arch_id", "result"]
+    assert set(frame.loc[frame.on_frontier, "arch_id"]) == {p.arch_id for p in front}
+    fastest = min(hw.candidates(search.id), key=lambda c: c.objectives["latency_ms"])
+    assert frame.sort_values("latency_ms").iloc[0].arch_id == fastest.arch_id
     assert [s.id for s in hw.searches()] == [search.id]
     assert hw.hypervolume(search.id).points[-1].results == 12
     assert hw.agents()[0].jobs_done == 12
