@@ -125,8 +125,19 @@ class Client:
         data = self._call("GET", f"/searches/{search_id}/pareto")
         return [CandidateInfo.model_validate(c) for c in data]
 
-    def candidates(self, search_id: int, status: str | None = None) -> list[CandidateInfo]:
-        params = {"status": status} if status else None
+    def candidates(
+        self,
+        search_id: int,
+        status: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[CandidateInfo]:
+        """Candidates with their full measurements, in proposal order (a page with `limit`)."""
+        params: dict[str, Any] = {"offset": offset}
+        if status:
+            params["status"] = status
+        if limit is not None:
+            params["limit"] = limit
         data = self._call("GET", f"/searches/{search_id}/candidates", params=params)
         return [CandidateInfo.model_validate(c) for c in data]
 

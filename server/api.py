@@ -126,8 +126,12 @@ def get_candidates(
     search_id: SearchId,
     request: Request,
     status: Literal["queued", "running", "measured", "failed", "cancelled"] | None = None,
+    limit: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[CandidateInfo]:
-    return searches.list_candidates(_store(request), search_id, status)
+    """Candidates with their measurements, in proposal order; `limit`/`offset` page them
+    (for plots and tables of large searches, /points is the compact read)."""
+    return searches.list_candidates(_store(request), search_id, status, limit, offset)
 
 
 @router.post("/searches/{search_id}/cancel", response_model=SearchInfo)

@@ -1,4 +1,4 @@
-"""The measured frontier of a search, computed from its rows (the store is the truth)."""
+"""Objective values, feasibility and non-domination: what a frontier is made of."""
 
 from __future__ import annotations
 
@@ -60,14 +60,6 @@ def is_feasible(row: CandidateRow, request: SearchCreate) -> bool | None:
     return (c.max_latency_ms is None or m.latency_ms <= c.max_latency_ms) and (
         c.max_memory_mb is None or m.peak_memory_mb <= c.max_memory_mb
     )
-
-
-def frontier_ids(rows: list[CandidateRow], request: SearchCreate) -> set[int]:
-    """Ids of the candidate rows on the exact non-dominated set of the search's objectives."""
-    pool = [r for r in rows if is_feasible(r, request)]
-    values = [objective_values(r, request) for r in pool]
-    mask = non_dominated(request.objectives, [[v[o] for o in request.objectives] for v in values])
-    return {r.id for r, keep in zip(pool, mask) if keep}
 
 
 def non_dominated(objectives: list[str], values: list[list[float]]) -> list[bool]:

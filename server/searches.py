@@ -10,7 +10,6 @@ from sqlalchemy.orm import Session
 from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
 from server import quality
 from server.db import AgentRow, CandidateRow, SearchRow
-from server.frontier import frontier_ids
 from server.logs import log_event
 from server.store import Store, enqueue, get_search
 from server.views import Census, candidate_info, search_info
@@ -83,13 +82,6 @@ def _log_finished(search: SearchRow) -> None:
     log_event("search.finished", search_id=search.id, reason=search.finish_reason)
 
 
-def _rows(session: Session, search_id: int) -> list[CandidateRow]:
-    query = (
-        select(CandidateRow).where(CandidateRow.search_id == search_id).order_by(CandidateRow.id)
-    )
-    return list(session.scalars(query).unique())
-
-
 def hypervolume_trace(store: Store, search_id: int) -> HypervolumeTrace:
     with store.read() as session:
         search = get_search(session, search_id)
@@ -131,16 +123,24 @@ def list_searches(store: Store) -> list[SearchInfo]:
         return [_info(store, session, s) for s in searches]
 
 
-def list_candidates(store: Store, search_id: int, status: str | None = None) -> list[CandidateInfo]:
+def list_candidates(
+    store: Store,
+    search_id: int,
+    status: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[CandidateInfo]:
+    """The search's candidates in the order they were proposed; a page of them with `limit`."""
     with store.read() as session:
         search = get_search(session, search_id)
         request = SearchCreate.model_validate(search.request)
-        rows = _rows(session, search_id)
-        front = frontier_ids(rows, request)
+        front = {t.arch_id for t in store.results.get(session, search).frontier}
+        query = select(CandidateRow).where(CandidateRow.search_id == search_id)
+        if status is not None:
+            query = query.where(CandidateRow.status == status)
+        query = query.order_by(CandidateRow.id).offset(offset).limit(limit)
         return [
-            candidate_info(r, request, r.id in front)
-            for r in rows
-            if status is None or r.status == status
+            candidate_info(r, request, r.arch_id in front) for r in session.scalars(query).unique()
         ]
 
 

@@ -143,3 +143,16 @@ def test_latency_bound_excludes_slow_points_from_the_frontier(client):
         if c["feasible"] is False
     ]
     assert infeasible and not any(c["on_frontier"] for c in infeasible)
+
+
+def test_candidates_come_in_pages_in_proposal_order(client):
+    search = client.post("/api/v1/searches", json=search_request()).json()
+    play_agent(client, register(client))
+    url = f"/api/v1/searches/{search['id']}/candidates"
+    everything = [c["arch_id"] for c in client.get(url).json()]
+    pages = [client.get(url, params={"limit": 5, "offset": k}).json() for k in (0, 5, 10)]
+    assert [c["arch_id"] for page in pages for c in page] == everything
+    failed = client.get(url, params={"status": "failed", "limit": 3}).json()
+    assert failed == []
+    bad = client.get(url, params={"limit": 0})
+    assert bad.status_code == 422 and "limit" in bad.json()["message"]
