@@ -11,8 +11,6 @@ from proxies.registry import get_proxy
 from search.pareto import non_dominated_mask
 from server.db import CandidateRow
 
-STORED = ("decoder_params", "total_params")  # columns of ArchitectureRow
-
 
 def objective_values(row: CandidateRow, request: SearchCreate) -> dict[str, float | None]:
     """Parameter counts, the search's proxy objective and the measured costs of a row."""
