@@ -7,7 +7,7 @@ const LARGE = 3000;
 // k-th is drawn (software WebGL in a 3-D scene is what slows a large search's page most).
 const CUBE_CLOUD = 4000;
 const LABELS = { latency_ms: "latency (ms)", memory_mb: "peak memory (MB)" };
-const CONFIG = { responsive: true, displaylogo: false };
+const CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
 const FRONTIER = "#2f6fde", BASELINE = "#e07b1a", CLOUD = "#8a93a6", OVER = "#d98c8f";
 
 export const label = (name) => LABELS[name] || name.replaceAll("_", " ");
