@@ -62,17 +62,31 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
             },
         ).json()
         _wait_finished(api, baseline["id"], procs)
+        # No agent while the page opens: it must see the search with nothing measured yet.
+        agent = next(p for p in procs.procs if "agent" in p.args)
+        agent.terminate()
+        agent.wait(timeout=60)
         request = search_request(
             space=SPACE, budget={"max_evaluations": BUDGET}, objectives=OBJECTIVES
         )
         search_id = api.post("/api/v1/searches", json=request).json()["id"]
         _open(browser, url, f"#/search/{search_id}")
-        first = int(_dataset(browser, "results"))
+        first = (_dataset(browser, "status"), _dataset(browser, "results"))
+        procs.start(
+            "agent-1",
+            "agent",
+            "--server",
+            url,
+            "--device-class",
+            "test-cpu",
+            "--poll-interval",
+            "0.2",
+        )
         wait_for(lambda: _dataset(browser, "status") == "finished", 300, "the search to finish")
         wait_for(lambda: _dataset(browser, "results") == str(BUDGET), 30, "the last results")
         pareto = api.get(f"/api/v1/searches/{search_id}/pareto").json()
         candidates = api.get(f"/api/v1/searches/{search_id}/candidates").json()
-    assert first < BUDGET  # the page saw the search running and caught up by itself
+    assert first == ("running", "0")  # the page saw the search start and caught up by itself
     measured = [c for c in candidates if c["status"] == "measured"]
     assert 0 < len(pareto) < len(measured)
     for plot in ("#plot-proxy-latency", "#plot-proxy-memory", "#plot-latency-memory"):
@@ -103,16 +117,19 @@ def test_the_searches_and_agents_pages_list_what_the_server_has(service, browser
     url, _ = service
     with httpx.Client(base_url=url, timeout=30) as api:
         searches = api.get("/api/v1/searches").json()
-        agents = api.get("/api/v1/agents").json()
+        agents = wait_for(lambda: api.get("/api/v1/agents").json(), what="an agent to register")
     _open(browser, url, "#/")
     listed = browser.find_elements("css selector", "#searches-table tbody tr")
     assert [r.get_attribute("data-search") for r in listed] == [
         str(s["id"]) for s in reversed(searches)
     ]
     _open(browser, url, "#/agents")
-    row = browser.find_element("css selector", f"tr[data-agent='{agents[0]['agent_id']}']")
+    shown = browser.find_elements("css selector", "#agents-table tbody tr")
+    assert [r.get_attribute("data-agent") for r in shown] == [a["agent_id"] for a in agents]
+    live = agents[-1]  # the agent still running (the first test stops the first one)
+    row = browser.find_element("css selector", f"tr[data-agent='{live['agent_id']}']")
     cells = [c.text for c in row.find_elements("css selector", "td")]
-    assert cells[-2:] == [str(agents[0]["jobs_done"]), str(agents[0]["failures"])]
+    assert cells[-2:] == [str(live["jobs_done"]), str(live["failures"])]
     assert "online" in cells
 
 
