@@ -4,6 +4,8 @@ frontier plots, the table, the agents page and the new-search form."""
 
 from __future__ import annotations
 
+import itertools
+
 import httpx
 import pytest
 from browser import chromium, screenshot, wait_for
@@ -13,6 +15,7 @@ from test_end_to_end import _wait_finished, one_agent_service
 pytestmark = pytest.mark.slow
 
 SPACE = {**TINY_SPACE, "baseline_d_model": 64, "baseline_d_inner": 128, "baseline_n_head": 2}
+VISITS = itertools.count()
 BUDGET = 12
 # Two objectives: a 2-D frontier leaves measured points off it, so the counts below differ.
 OBJECTIVES = ["decoder_params", "latency_ms"]
@@ -44,8 +47,9 @@ def _dataset(driver, key):
 
 
 def _open(driver, url, hash_):
-    driver.get(f"{url}/dashboard/{hash_}")
-    driver.refresh()  # a hash change alone keeps the old page's state
+    # A new query string makes every open a fresh document: a hash change alone would keep
+    # the old page's state (and a reload right after a navigation can be aborted by it).
+    driver.get(f"{url}/dashboard/?visit={next(VISITS)}{hash_}")
     return wait_for(lambda: _dataset(driver, "ready") == "1", what=f"{hash_} to render")
 
 
