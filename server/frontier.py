@@ -52,11 +52,20 @@ def values_of(
 def is_feasible(row: CandidateRow, request: SearchCreate) -> bool | None:
     """Within the search's latency/memory bounds; None until measured."""
     m = row.measurement
-    if row.status != "measured" or m is None:
+    return feasibility(
+        request, row.status, m.latency_ms if m else None, m.peak_memory_mb if m else None
+    )
+
+
+def feasibility(
+    request: SearchCreate, status: str, latency_ms: float | None, memory_mb: float | None
+) -> bool | None:
+    """Whether a result is within the search's latency/memory bounds; None unless measured."""
+    if status != "measured" or latency_ms is None:
         return None
     c = request.constraints
-    return (c.max_latency_ms is None or m.latency_ms <= c.max_latency_ms) and (
-        c.max_memory_mb is None or m.peak_memory_mb <= c.max_memory_mb
+    return (c.max_latency_ms is None or latency_ms <= c.max_latency_ms) and (
+        c.max_memory_mb is None or memory_mb <= c.max_memory_mb
     )
 
 

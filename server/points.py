@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
 from archvocab.points_wire import BASE_COLUMNS, SearchPoints
 from archvocab.wire import SearchCreate
-from server.db import CandidateRow
 from server.results import Told
+from server.searches import census
 from server.store import Store, get_search
 
 
@@ -21,7 +18,7 @@ def search_points(store: Store, search_id: int, after: int = 0) -> SearchPoints:
         request = SearchCreate.model_validate(search.request)
         proxy = request.proxy_objective
         extra = [] if proxy in BASE_COLUMNS else [proxy]
-        counts = status_counts(session, search_id)
+        counts = census(session, search_id).by_status
         new = [t for t in table.rows if t.seq > after]
         return SearchPoints(
             search_id=search_id,
@@ -56,12 +53,3 @@ def _row(t: Told, extra: list[str]) -> list[Any]:
         *(v[name] for name in extra),
         t.spec,
     ]
-
-
-def status_counts(session: Session, search_id: int) -> dict[str, int]:
-    query = (
-        select(CandidateRow.status, func.count())
-        .where(CandidateRow.search_id == search_id)
-        .group_by(CandidateRow.status)
-    )
-    return dict(session.execute(query).all())

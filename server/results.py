@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from archvocab.wire import SearchCreate
 from server.db import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
-from server.frontier import non_dominated, values_of
+from server.frontier import feasibility, non_dominated, values_of
 
 
 @dataclass
@@ -85,6 +85,9 @@ class ResultTables:
         self._keep = keep
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        return len(self._tables)
+
     def get(self, session: Session, search: SearchRow) -> ResultTable:
         with self._lock:
             table = self._tables.get(search.id)
@@ -136,12 +139,6 @@ def _read(session: Session, search: SearchRow, after: int) -> list[Told]:
 def _told(row: Any, request: SearchCreate) -> Told:
     arch_id, seq, generation, status, reused, hv, finished_at, prediction = row[:8]
     spec, dp, tp, latency, memory, agent, reported, total_s = row[8:]
-    feasible = None
-    if status == "measured" and latency is not None:
-        c = request.constraints
-        feasible = (c.max_latency_ms is None or latency <= c.max_latency_ms) and (
-            c.max_memory_mb is None or memory <= c.max_memory_mb
-        )
     values = values_of(request, spec, dp, tp, latency, memory, reported)
     values.setdefault(request.proxy_objective, None)
     return Told(
@@ -150,7 +147,7 @@ def _told(row: Any, request: SearchCreate) -> Told:
         generation=generation,
         status=status,
         reused=bool(reused),
-        feasible=feasible,
+        feasible=feasibility(request, status, latency, memory),
         values=values,
         hypervolume=hv,
         agent_id=agent,

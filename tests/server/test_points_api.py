@@ -90,4 +90,5 @@ def test_tables_of_many_searches_are_evicted_and_rebuilt_the_same(client):
     first, second = _finished(client), _finished(client)
     before = client.get(f"/api/v1/searches/{first}/points").json()
     client.get(f"/api/v1/searches/{second}/points")  # evicts the first search's table
+    assert len(store.results) == 1
     assert client.get(f"/api/v1/searches/{first}/points").json() == before
