@@ -230,6 +230,9 @@ class AgentInfo(BaseModel):
     name: str | None
     heartbeat_interval_s: float
     lease_seconds: float
+    # The agent's own secret for claims, heartbeats and results, issued once at registration
+    # by a server with authentication on (None otherwise).
+    credential: str | None = None
 
 
 class AgentView(BaseModel):
@@ -278,6 +281,15 @@ class JobResult(LeaseRef):
         if (self.measurement is None) == (self.failure is None):
             raise ValueError("exactly one of measurement or failure must be given")
         return self
+
+
+class ResultReceipt(BaseModel):
+    """The server's answer to a job result. A job keeps the first result it accepts: the same
+    result sent again (a retry after a lost answer) is a `duplicate` and changes nothing."""
+
+    job_id: int
+    accepted: bool
+    duplicate: bool = False
 
 
 class LeaseStatus(BaseModel):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, Security
 from fastapi.responses import FileResponse, PlainTextResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from archvocab.points_wire import SearchPoints
 from archvocab.proxy_wire import ProxyCheck, ProxyCheckResult, ProxyInfo
@@ -22,11 +23,14 @@ from archvocab.wire import (
     JobResult,
     LeaseRef,
     LeaseStatus,
+    ResultReceipt,
     SearchCreate,
     SearchInfo,
     SearchReport,
 )
 from server import jobs, points, proxy_check, report, searches, spaces
+from server.auth import Caller, identify, require
+from server.errors import Unauthenticated
 from server.export import architecture_export, onnx_file, torch_source
 from server.store import Store
 from server.views import frontier_csv
@@ -43,65 +47,167 @@ def _store(request: Request) -> Store:
     return request.app.state.store
 
 
-@router.post("/searches", status_code=201, response_model=SearchInfo)
+# -- who is calling (server.auth) ------------------------------------------------------------
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="A user token, an agent enrollment token, or an agent's credential",
+)
+OPEN = Caller("open")
+_ERROR = {"content": {"application/json": {"schema": {"type": "object"}}}}
+AUTH_ERRORS: dict = {
+    401: {"description": "no token, or one never issued or revoked", **_ERROR},
+    403: {"description": "a token that does not allow this request", **_ERROR},
+}
+
+
+def caller(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> Caller | None:
+    """The caller the Authorization header names (None: no header); OPEN when auth is off."""
+    store = _store(request)
+    if not store.settings.auth:
+        return OPEN
+    with store.read() as session:
+        return identify(session, request.headers.get("authorization"))
+
+
+Calling = Annotated["Caller | None", Depends(caller)]
+
+
+def user(request: Request, who: Calling) -> Caller:
+    """Writes by users: a user token."""
+    return require(who, "user", f"{request.method} {request.url.path}")
+
+
+def reader(request: Request, who: Calling) -> Caller | None:
+    """Reads: anyone, unless the server keeps reads private (then a user token)."""
+    if _store(request).settings.private_reads:
+        return require(who, "user", f"{request.method} {request.url.path}")
+    return who
+
+
+def enroller(request: Request, who: Calling) -> Caller:
+    """Registering an agent: an agent enrollment token."""
+    return require(who, "agent", "registering an agent")
+
+
+def agent_caller(who: Calling) -> Caller:
+    """Claims, heartbeats, results: an agent's credential (checked against its id later)."""
+    if who is None:
+        raise Unauthenticated(
+            "claims, heartbeats and results need the agent's credential: send "
+            "'Authorization: Bearer <credential>', the credential this server issued when the "
+            "agent registered with an enrollment token"
+        )
+    return who
+
+
+AgentCaller = Annotated[Caller, Depends(agent_caller)]
+
+
+User = Depends(user)
+Reader = Depends(reader)
+
+
+@router.post(
+    "/searches",
+    status_code=201,
+    response_model=SearchInfo,
+    dependencies=[User],
+    responses=AUTH_ERRORS,
+)
 def create_search(body: SearchCreate, request: Request) -> SearchInfo:
     return searches.create_search(_store(request), body)
 
 
-@router.get("/spaces", response_model=list[SpaceKindInfo])
+@router.get(
+    "/spaces", response_model=list[SpaceKindInfo], dependencies=[Reader], responses=AUTH_ERRORS
+)
 def list_spaces() -> list[SpaceKindInfo]:
     """The registered space kinds: summary, runtimes, baseline, default settings."""
     return spaces.list_space_kinds()
 
 
-@router.post("/spaces/check", response_model=SpecChecked)
+@router.post(
+    "/spaces/check", response_model=SpecChecked, dependencies=[Reader], responses=AUTH_ERRORS
+)
 def check_spec(body: SpecCheck) -> SpecChecked:
     """Whether a spec is valid and a member of a space; 422 names the field and the reason."""
     return spaces.check_spec(body)
 
 
-@router.get("/proxies", response_model=list[ProxyInfo])
+@router.get(
+    "/proxies", response_model=list[ProxyInfo], dependencies=[Reader], responses=AUTH_ERRORS
+)
 def list_proxies() -> list[ProxyInfo]:
     """Every proxy a search may optimise: cost class, the kinds it applies to."""
     return proxy_check.list_proxies()
 
 
-@router.post("/proxies/check", response_model=ProxyCheckResult)
+@router.post(
+    "/proxies/check", response_model=ProxyCheckResult, dependencies=[Reader], responses=AUTH_ERRORS
+)
 def check_proxies(body: ProxyCheck, request: Request) -> ProxyCheckResult:
     """Each proxy's rank agreement with trained results of architectures hwnas has seen."""
     with _store(request).read() as session:
         return proxy_check.check_proxies(session, body)
 
 
-@router.post("/baselines", status_code=201, response_model=SearchInfo)
+@router.post(
+    "/baselines",
+    status_code=201,
+    response_model=SearchInfo,
+    dependencies=[User],
+    responses=AUTH_ERRORS,
+)
 def create_baseline(body: BaselineCreate, request: Request) -> SearchInfo:
     """Measure the space's layer-scaled baseline: a search with strategy 'layer_scaled'."""
     return searches.create_search(_store(request), body.as_search())
 
 
-@router.get("/searches/{search_id}/report", response_model=SearchReport)
+@router.get(
+    "/searches/{search_id}/report",
+    response_model=SearchReport,
+    dependencies=[Reader],
+    responses=AUTH_ERRORS,
+)
 def get_report(search_id: SearchId, request: Request) -> SearchReport:
     """The frontier against the layer-scaled baseline measured on the same device class."""
     return report.search_report(_store(request), search_id)
 
 
-@router.get("/searches", response_model=list[SearchInfo])
+@router.get(
+    "/searches", response_model=list[SearchInfo], dependencies=[Reader], responses=AUTH_ERRORS
+)
 def list_searches(request: Request) -> list[SearchInfo]:
     return searches.list_searches(_store(request))
 
 
-@router.get("/searches/{search_id}", response_model=SearchInfo)
+@router.get(
+    "/searches/{search_id}", response_model=SearchInfo, dependencies=[Reader], responses=AUTH_ERRORS
+)
 def get_search(search_id: SearchId, request: Request) -> SearchInfo:
     return searches.get_search_info(_store(request), search_id)
 
 
-@router.get("/searches/{search_id}/hypervolume", response_model=HypervolumeTrace)
+@router.get(
+    "/searches/{search_id}/hypervolume",
+    response_model=HypervolumeTrace,
+    dependencies=[Reader],
+    responses=AUTH_ERRORS,
+)
 def get_hypervolume(search_id: SearchId, request: Request) -> HypervolumeTrace:
     """The measured frontier's normalised hypervolume after every result: convergence."""
     return searches.hypervolume_trace(_store(request), search_id)
 
 
-@router.get("/searches/{search_id}/pareto", response_model=list[CandidateInfo])
+@router.get(
+    "/searches/{search_id}/pareto",
+    response_model=list[CandidateInfo],
+    dependencies=[Reader],
+    responses=AUTH_ERRORS,
+)
 def get_pareto(
     search_id: SearchId, request: Request, format: Literal["json", "csv"] = Query("json")
 ) -> list[CandidateInfo] | Response:
@@ -111,7 +217,12 @@ def get_pareto(
     return points
 
 
-@router.get("/searches/{search_id}/points", response_model=SearchPoints)
+@router.get(
+    "/searches/{search_id}/points",
+    response_model=SearchPoints,
+    dependencies=[Reader],
+    responses=AUTH_ERRORS,
+)
 def get_points(
     search_id: SearchId,
     request: Request,
@@ -121,7 +232,12 @@ def get_points(
     return points.search_points(_store(request), search_id, after)
 
 
-@router.get("/searches/{search_id}/candidates", response_model=list[CandidateInfo])
+@router.get(
+    "/searches/{search_id}/candidates",
+    response_model=list[CandidateInfo],
+    dependencies=[Reader],
+    responses=AUTH_ERRORS,
+)
 def get_candidates(
     search_id: SearchId,
     request: Request,
@@ -134,38 +250,59 @@ def get_candidates(
     return searches.list_candidates(_store(request), search_id, status, limit, offset)
 
 
-@router.post("/searches/{search_id}/cancel", response_model=SearchInfo)
+@router.post(
+    "/searches/{search_id}/cancel",
+    response_model=SearchInfo,
+    dependencies=[User],
+    responses=AUTH_ERRORS,
+)
 def cancel_search(search_id: SearchId, request: Request) -> SearchInfo:
     return searches.cancel_search(_store(request), search_id)
 
 
-@router.post("/agents", status_code=201, response_model=AgentInfo)
-def register_agent(body: AgentRegistration, request: Request) -> AgentInfo:
-    return jobs.register_agent(_store(request), body)
+@router.post(
+    "/agents",
+    status_code=201,
+    response_model=AgentInfo,
+    dependencies=[Depends(enroller)],
+    responses=AUTH_ERRORS,
+)
+def register_agent(body: AgentRegistration, request: Request, who: Calling) -> AgentInfo:
+    """Register an agent; with authentication on, the answer carries the agent's credential
+    (shown once) for its claims, heartbeats and results."""
+    return jobs.register_agent(_store(request), body, enrolled_by=who)
 
 
-@router.get("/agents", response_model=list[AgentView])
+@router.get("/agents", response_model=list[AgentView], dependencies=[Reader], responses=AUTH_ERRORS)
 def list_agents(request: Request) -> list[AgentView]:
     return jobs.list_agents(_store(request))
 
 
 @router.post(
-    "/agents/{agent_id}/claim", response_model=JobLease, responses={204: {"description": "no work"}}
+    "/agents/{agent_id}/claim",
+    response_model=JobLease,
+    responses={**AUTH_ERRORS, 204: {"description": "no work"}},
 )
-def claim(agent_id: AgentId, request: Request) -> JobLease | Response:
+def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> JobLease | Response:
+    who.may_act_for(agent_id)
     lease = jobs.claim(_store(request), agent_id)
     return Response(status_code=204) if lease is None else lease
 
 
-@router.post("/jobs/{job_id}/heartbeat", response_model=LeaseStatus)
-def heartbeat(job_id: JobId, body: LeaseRef, request: Request) -> LeaseStatus:
+@router.post("/jobs/{job_id}/heartbeat", response_model=LeaseStatus, responses=AUTH_ERRORS)
+def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller) -> LeaseStatus:
+    who.may_act_for(body.agent_id)
     return jobs.heartbeat(_store(request), job_id, body)
 
 
-@router.post("/jobs/{job_id}/result")
-def submit_result(job_id: JobId, body: JobResult, request: Request) -> dict:
-    jobs.submit_result(_store(request), job_id, body)
-    return {"job_id": job_id, "accepted": True}
+@router.post("/jobs/{job_id}/result", response_model=ResultReceipt, responses=AUTH_ERRORS)
+def submit_result(
+    job_id: JobId, body: JobResult, request: Request, who: AgentCaller
+) -> ResultReceipt:
+    """Accepted once per job: a repeated submission (a retry after a timeout) is answered
+    as a duplicate and changes nothing; see server.jobs.submit_result for late results."""
+    who.may_act_for(body.agent_id)
+    return jobs.submit_result(_store(request), job_id, body)
 
 
 # An architecture's stable id: hex digits, at most the width of its database column.
@@ -175,7 +312,11 @@ ArchId = Annotated[str, Path(pattern=r"^[0-9a-f]{1,32}$")]
 @router.get(
     "/architectures/{arch_id}/export",
     response_model=ArchitectureExport,
-    responses={200: {"content": {"text/x-python": {}, "application/octet-stream": {}}}},
+    responses={
+        **AUTH_ERRORS,
+        200: {"content": {"text/x-python": {}, "application/octet-stream": {}}},
+    },
+    dependencies=[Reader],
 )
 def export_architecture(
     arch_id: ArchId,

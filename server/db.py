@@ -43,6 +43,9 @@ class SearchRow(Base):
     finish_reason: Mapped[str | None] = mapped_column(String(32))
     # The hypervolume's normalisation once fixed: {"ideal", "reference", "source"} (server.quality)
     normalisation: Mapped[dict | None] = mapped_column(JSON)
+    # Bumped by every write that changes what the search's engine knows (proposals, results,
+    # cancellation): a server process whose cached engine has another revision rebuilds it.
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ArchitectureRow(Base):
@@ -81,6 +84,8 @@ class CandidateRow(Base):
     # of the search's measured frontier with it (None until the normalisation is fixed).
     result_seq: Mapped[int | None] = mapped_column(Integer)
     hypervolume: Mapped[float | None] = mapped_column(Float)
+    # The lease whose result was accepted: a repeated submission from it is a duplicate.
+    result_lease_id: Mapped[str | None] = mapped_column(String(64))
 
     architecture: Mapped[ArchitectureRow] = relationship(lazy="joined")
     measurement: Mapped[MeasurementRow | None] = relationship(lazy="joined")
@@ -119,20 +124,64 @@ class AgentRow(Base):
     last_seen_at: Mapped[datetime] = mapped_column(DateTime)
     jobs_done: Mapped[int] = mapped_column(Integer, default=0)
     failures: Mapped[int] = mapped_column(Integer, default=0)
+    # The agent's own credential (its hash), issued at registration; None when registered
+    # on a server without authentication.
+    credential_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    enrolled_by: Mapped[int | None] = mapped_column(
+        ForeignKey("tokens.id", name="fk_agents_enrolled_by")
+    )
 
 
-def make_engine(database_url: str) -> Engine:
-    """Create the engine and the tables; SQLite gets WAL and a busy timeout."""
+class LeaseRow(Base):
+    """Every lease ever issued: proves that a late result comes from an agent that was given
+    the job, after its lease expired and the job went to another agent or back to the queue."""
+
+    __tablename__ = "leases"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("candidates.id"), index=True)
+    agent_id: Mapped[str] = mapped_column(String(64))
+    issued_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class TokenRow(Base):
+    """An API token: a user's (searches, results) or an agent enrollment token (registering
+    agents). Only the SHA-256 of the secret is stored; the secret is shown once."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(16))  # user | agent
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+def make_engine(database_url: str, migrate: bool = True) -> Engine:
+    """Create the engine and bring the schema up to date (server.schema).
+
+    SQLite gets WAL, a busy timeout, and transactions that say up front whether they write:
+    a write transaction starts with BEGIN IMMEDIATE, so it waits its turn for the one writer
+    (the busy timeout) instead of failing with "database is locked" when a read transaction
+    tries to become a write one while another process writes.
+    """
     is_sqlite = database_url.startswith("sqlite")
     engine = create_engine(
         database_url,
         connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {},
+        pool_pre_ping=not is_sqlite,  # a restarted PostgreSQL leaves dead pooled connections
     )
     if is_sqlite:
-        event.listen(engine, "connect", _sqlite_pragmas)
-    Base.metadata.create_all(engine)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+    if migrate:
+        from server.schema import migrate as upgrade  # alembic: only where a server opens a DB
+
+        upgrade(engine)
     check_schema(engine)
     return engine
+
+
+WRITE = {"hwnas_write": True}  # execution options of a connection that will write (SQLite)
 
 
 class SchemaMismatch(HwnasError):
@@ -152,9 +201,16 @@ def check_schema(engine: Engine) -> None:
             )
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+    # The driver's own transaction handling is off: _sqlite_begin says BEGIN and how.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _sqlite_begin(connection) -> None:  # noqa: ANN001 - SQLAlchemy Connection
+    write = connection.get_execution_options().get("hwnas_write", False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -58,24 +58,41 @@ def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict
 
 
 class EngineCache:
-    """search id -> live engine. Callers hold the service's write lock."""
+    """search id -> (live engine, the search revision it reflects). Callers hold the
+    service's write lock and, where several processes share the store, the search's row lock.
+
+    Another server process may have proposed or told since this one last did: the search row's
+    `revision` then differs from the cached one, and the engine is rebuilt from the rows.
+    """
 
     def __init__(self) -> None:
-        self._engines: dict[int, Engine] = {}
+        self._engines: dict[int, tuple[Engine, int]] = {}
+        self.restores = 0  # engines rebuilt from rows (after a restart, or another process)
 
-    def new(self, search_id: int, request: SearchCreate, normaliser: Normaliser | None) -> Engine:
+    def new(
+        self, search: SearchRow, request: SearchCreate, normaliser: Normaliser | None
+    ) -> Engine:
         engine = ENGINES[request.strategy](
             parse_space(request.space), **_engine_kwargs(request, normaliser)
         )
-        self._engines[search_id] = engine
+        self._engines[search.id] = (engine, search.revision)
         return engine
 
     def get(self, session: Session, search: SearchRow) -> Engine:
-        engine = self._engines.get(search.id)
-        if engine is None:
-            engine = self._restore(session, search)
-            self._engines[search.id] = engine
+        cached = self._engines.get(search.id)
+        if cached is not None and cached[1] == search.revision:
+            return cached[0]
+        engine = self._restore(session, search)
+        self.restores += 1
+        self._engines[search.id] = (engine, search.revision)
         return engine
+
+    def changed(self, search: SearchRow) -> None:
+        """The engine was told or asked something the rows now record: a new revision."""
+        search.revision += 1
+        cached = self._engines.get(search.id)
+        if cached is not None:
+            self._engines[search.id] = (cached[0], search.revision)
 
     def clear(self) -> None:
         self._engines.clear()

@@ -15,6 +15,14 @@ class Conflict(HwnasError):
     """The request is well-formed but contradicts the current state (e.g. a lost lease)."""
 
 
+class Unauthenticated(HwnasError):
+    """401: no credential, or one the server does not know (never issued, or revoked)."""
+
+
+class Forbidden(HwnasError):
+    """403: a valid credential that does not allow this request."""
+
+
 class ExportUnavailable(HwnasError):
     """This server cannot produce the export: a tool it needs (torch, onnx) is not installed."""
 
@@ -27,6 +35,8 @@ STATUS_BY_ERROR: dict[type[HwnasError], int] = {
     InvalidSpec: 422,
     NotFound: 404,
     Conflict: 409,
+    Unauthenticated: 401,
+    Forbidden: 403,
     ExportUnavailable: 501,
     ExportFailed: 500,
 }

@@ -1,7 +1,12 @@
 """The agent-facing service: registration, claims as leases, heartbeats, results.
 
 A claim is a compare-and-set: one conditional UPDATE that only succeeds while the job is still
-queued; its rowcount says who won. Expired leases go back to the queue before new work goes out.
+queued; its rowcount says who won. On PostgreSQL the queued row is first picked with
+`FOR UPDATE SKIP LOCKED`, so concurrent claims (from any number of server processes) each take
+a different job instead of racing for the same one. Expired leases go back to the queue before
+new work goes out. Every lease issued is logged (`LeaseRow`), which is what lets a result be
+accepted exactly once: a repeated submission is a duplicate, and a measurement that arrives
+after its lease expired still counts if the job has no result yet.
 """
 
 from __future__ import annotations
@@ -23,23 +28,29 @@ from archvocab.wire import (
     LeaseRef,
     LeaseStatus,
     ProxyRequest,
+    ResultReceipt,
     SearchCreate,
 )
 from server import quality
+from server.auth import Caller, digest, new_secret
 from server.cache import fingerprint_key, new_measurement
-from server.db import AgentRow, CandidateRow, SearchRow
+from server.db import AgentRow, CandidateRow, LeaseRow, SearchRow
 from server.engines import measured_values
 from server.errors import Conflict, NotFound
 from server.logs import log_event
 from server.searches import advance
 from server.settings import as_utc
-from server.store import Store
+from server.store import Store, get_search
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
 
-def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
-    with store.write() as session:
+def register_agent(
+    store: Store, registration: AgentRegistration, enrolled_by: Caller | None = None
+) -> AgentInfo:
+    """A new agent; with authentication on it gets its own credential, shown only here."""
+    credential = new_secret("credential") if store.settings.auth else None
+    with store.write_rows() as session:
         now = store.now()
         agent = AgentRow(
             id=uuid.uuid4().hex,
@@ -51,6 +62,8 @@ def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
             last_seen_at=now,
             jobs_done=0,
             failures=0,
+            credential_hash=digest(credential) if credential else None,
+            enrolled_by=enrolled_by.token_id if enrolled_by else None,
         )
         session.add(agent)
     log_event(
@@ -65,6 +78,7 @@ def register_agent(store: Store, registration: AgentRegistration) -> AgentInfo:
         name=agent.name,
         heartbeat_interval_s=store.settings.heartbeat_interval_s,
         lease_seconds=store.settings.lease_seconds,
+        credential=credential,
     )
 
 
@@ -96,51 +110,65 @@ def _agent(session: Session, agent_id: str, now: datetime) -> AgentRow:
     return agent
 
 
-def requeue_expired(session: Session, now: datetime) -> None:
+def requeue_expired(session: Session, now: datetime, row_locks: bool = False) -> None:
     """Jobs whose lease ran out go back to the queue (or are cancelled with their search)."""
-    expired = (CandidateRow.status == "running") & (CandidateRow.lease_expires_at < now)
+    expired = select(CandidateRow.id).where(
+        CandidateRow.status == "running", CandidateRow.lease_expires_at < now
+    )
+    if row_locks:  # rows another claim is requeueing are its business
+        expired = expired.with_for_update(skip_locked=True)
+    ids = list(session.scalars(expired))
+    if not ids:
+        return
     running = select(SearchRow.id).where(SearchRow.status == "running")
     cleared = {"lease_id": None, "agent_id": None, "lease_expires_at": None}
+    mine = CandidateRow.id.in_(ids)
     requeued = session.execute(
         update(CandidateRow)
-        .where(expired, CandidateRow.search_id.in_(running))
+        .where(mine, CandidateRow.search_id.in_(running))
         .values(status="queued", **cleared)
     ).rowcount
     cancelled = session.execute(
-        update(CandidateRow).where(expired).values(status="cancelled", **cleared)
+        update(CandidateRow)
+        .where(mine, CandidateRow.status == "running")
+        .values(status="cancelled", **cleared)
     ).rowcount
-    if requeued or cancelled:
-        log_event("lease.expired", requeued=requeued, cancelled=cancelled)
+    log_event("lease.expired", requeued=requeued, cancelled=cancelled)
 
 
 def claim(store: Store, agent_id: str) -> JobLease | None:
-    with store.write() as session:
+    """The next job this agent can measure, leased to it; None when there is none even after
+    the searches it could serve were asked for more."""
+    lease = _take_queued(store, agent_id)
+    if lease is None and _top_up(store, agent_id):
+        lease = _take_queued(store, agent_id)
+    return lease
+
+
+def _take_queued(store: Store, agent_id: str) -> JobLease | None:
+    with store.write_rows() as session:
         now = store.now()
         agent = _agent(session, agent_id, now)
-        requeue_expired(session, now)
+        requeue_expired(session, now, store.row_locks)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
         runtimes, devices = _capabilities(agent)
-        topped_up = False
-        for _ in range(_CLAIM_RACES + 1):
-            job_id = session.scalar(
-                select(CandidateRow.id)
-                .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-                .where(
-                    CandidateRow.status == "queued",
-                    SearchRow.status == "running",
-                    SearchRow.device_class == agent.device_class,
-                    SearchRow.runtime.in_(runtimes),
-                    SearchRow.device.in_(devices),
-                )
-                .order_by(CandidateRow.id)
-                .limit(1)
+        query = (
+            select(CandidateRow.id)
+            .join(SearchRow, SearchRow.id == CandidateRow.search_id)
+            .where(
+                CandidateRow.status == "queued",
+                SearchRow.status == "running",
+                SearchRow.device_class == agent.device_class,
+                SearchRow.runtime.in_(runtimes),
+                SearchRow.device.in_(devices),
             )
-            if job_id is None and not topped_up:
-                # Strategies without a generation barrier propose per free agent: this one
-                # may be the agent they have not proposed for yet.
-                topped_up = True
-                _top_up(store, session, agent, runtimes, devices)
-                continue
+            .order_by(CandidateRow.id)
+            .limit(1)
+        )
+        if store.row_locks:
+            query = query.with_for_update(of=CandidateRow, skip_locked=True)
+        for _ in range(_CLAIM_RACES + 1):
+            job_id = session.scalar(query)
             if job_id is None:
                 return None
             lease_id = uuid.uuid4().hex
@@ -156,6 +184,7 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
                 )
             ).rowcount
             if won == 1:
+                session.add(LeaseRow(id=lease_id, job_id=job_id, agent_id=agent_id, issued_at=now))
                 lease = _lease(session, job_id, lease_id, expires, store.settings.lease_seconds)
                 log_event(
                     "job.claimed", job_id=job_id, search_id=lease.search_id, agent_id=agent_id
@@ -164,21 +193,28 @@ def claim(store: Store, agent_id: str) -> JobLease | None:
         return None
 
 
-def _top_up(
-    store: Store, session: Session, agent: AgentRow, runtimes: list[str], devices: list[str]
-) -> None:
-    """Let every running search this agent could serve propose for the free slots."""
-    searches = session.scalars(
-        select(SearchRow).where(
+def _top_up(store: Store, agent_id: str) -> bool:
+    """Let every running search this agent could serve propose for the free slots (strategies
+    without a generation barrier propose per free agent: this may be the one they have not
+    proposed for yet). A search another process is busy with is skipped, not waited for.
+    True when anything was proposed."""
+    with store.write() as session:
+        agent = _agent(session, agent_id, store.now())
+        runtimes, devices = _capabilities(agent)
+        query = select(SearchRow).where(
             SearchRow.status == "running",
             SearchRow.device_class == agent.device_class,
             SearchRow.runtime.in_(runtimes),
             SearchRow.device.in_(devices),
         )
-    ).all()
-    for search in searches:
-        advance(store, session, search)
-    session.flush()
+        if store.row_locks:
+            query = query.with_for_update(skip_locked=True)
+        proposed = False
+        for search in session.scalars(query).all():
+            before = search.revision
+            advance(store, session, search)
+            proposed = proposed or search.revision != before
+        return proposed
 
 
 def _capabilities(agent: AgentRow) -> tuple[list[str], list[str]]:
@@ -208,26 +244,21 @@ def _lease(
     )
 
 
-def _held_job(session: Session, job_id: int, ref: LeaseRef, now: datetime) -> CandidateRow:
-    """The job if `ref` holds its live lease; otherwise Conflict saying why."""
-    row = session.get(CandidateRow, job_id)
-    if row is None:
-        raise NotFound("job", job_id)
-    if row.status != "running" or row.lease_id != ref.lease_id or row.agent_id != ref.agent_id:
-        raise Conflict(
-            f"job {job_id}: lease {ref.lease_id!r} is not held by agent {ref.agent_id!r} "
-            f"(job is {row.status}); the job may have expired and been given to another agent"
-        )
-    if row.lease_expires_at is None or row.lease_expires_at < now:
-        raise Conflict(f"job {job_id}: lease {ref.lease_id!r} expired at {row.lease_expires_at}")
-    return row
-
-
 def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
-    with store.write() as session:
+    """Renew the lease. One that ran out is renewed too while nobody else took the job: the
+    agent was only slow to say it is alive (a flaky network), and its work is not wasted."""
+    with store.write_rows() as session:
         now = store.now()
         _agent(session, ref.agent_id, now)
-        row = _held_job(session, job_id, ref, now)
+        row = session.get(CandidateRow, job_id, with_for_update=store.row_locks)
+        if row is None:
+            raise NotFound("job", job_id)
+        if row.status != "running" or row.lease_id != ref.lease_id or row.agent_id != ref.agent_id:
+            raise Conflict(
+                f"job {job_id}: lease {ref.lease_id!r} is not held by agent {ref.agent_id!r} "
+                f"(job is {row.status}); the lease expired and the job went back to the queue "
+                "or to another agent"
+            )
         row.lease_expires_at = now + timedelta(seconds=store.settings.lease_seconds)
         return LeaseStatus(job_id=job_id, lease_expires_at=as_utc(row.lease_expires_at))
 
@@ -251,15 +282,70 @@ def _missing_proxies(search: SearchRow, result: JobResult) -> str | None:
     return None
 
 
-def submit_result(store: Store, job_id: int, result: JobResult) -> None:
+def _issued(session: Session, row: CandidateRow, ref: LeaseRef) -> bool:
+    """Whether `ref` names a lease this server gave `ref.agent_id` for this job."""
+    lease = session.get(LeaseRow, ref.lease_id)
+    if lease is not None:
+        return lease.job_id == row.id and lease.agent_id == ref.agent_id
+    # A lease issued before the lease log existed (a database from hwnas 0.1): only the
+    # current one can be recognised.
+    return row.lease_id == ref.lease_id and row.agent_id == ref.agent_id
+
+
+def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
+    """Whether to record `result` for the job; False: it is a duplicate of the one recorded.
+    Raises Conflict for a result that must be dropped, saying why."""
+    job = row.id
+    if not _issued(session, row, result):
+        raise Conflict(
+            f"job {job}: lease {result.lease_id!r} was never given to agent {result.agent_id!r} "
+            "for this job"
+        )
+    if row.status in ("measured", "failed"):
+        if row.result_lease_id == result.lease_id:
+            return False
+        raise Conflict(
+            f"job {job} already has a result (it was measured under another lease after this "
+            "one expired); this one is dropped so that the job counts once"
+        )
+    if row.status == "cancelled":
+        raise Conflict(f"job {job} was cancelled with its search; the result is dropped")
+    current = row.status == "running" and row.lease_id == result.lease_id
+    if not current and result.measurement is None:
+        raise Conflict(
+            f"job {job}: a failure reported after the lease expired is dropped; the job was "
+            "given out again and will be tried again"
+        )
+    if not current:  # a late measurement: the job has none yet, so it counts
+        log_event(
+            "job.late_result",
+            job_id=job,
+            agent_id=result.agent_id,
+            was=row.status,
+            other_agent=row.agent_id if row.status == "running" else None,
+        )
+    return True
+
+
+def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt:
+    """Record a job's measurement or failure, exactly once (see `_admit`), and let the search
+    go on. Writes to one search take turns: its row is locked first (PostgreSQL), then the job."""
     with store.write() as session:
         now = store.now()
+        search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
+        if search_id is None:
+            raise NotFound("job", job_id)
+        search = get_search(session, search_id, lock=True)
+        row = session.get(
+            CandidateRow, job_id, with_for_update=store.row_locks, populate_existing=True
+        )
         agent = _agent(session, result.agent_id, now)
-        row = _held_job(session, job_id, result, now)
-        search = session.get(SearchRow, row.search_id)
+        if not _admit(session, row, result):
+            return ResultReceipt(job_id=job_id, accepted=True, duplicate=True)
         # Load (or rebuild) the engine before this row changes, so it replays the job as pending.
         engine = store.engines.get(session, search) if search.status == "running" else None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
+        row.agent_id, row.result_lease_id = result.agent_id, result.lease_id
         missing = _missing_proxies(search, result)
         if missing:  # an agent that cannot compute the search's proxy objective
             result = JobResult(
@@ -280,6 +366,7 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
         session.flush()
         if engine is not None:
             engine.tell(row.arch_id, measured_values(row))
+            store.engines.changed(search)
         quality.record_result(session, search, row, engine)
         if engine is not None:
             advance(store, session, search)
@@ -291,3 +378,4 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> None:
         status=row.status,
         failure_kind=row.failure_kind,
     )
+    return ResultReceipt(job_id=job_id, accepted=True)

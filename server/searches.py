@@ -26,10 +26,11 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
             request=request.model_dump(mode="json"),
             created_at=store.now(),
             normalisation=quality.initial_normalisation(request),
+            revision=0,
         )
         session.add(search)
         session.flush()
-        store.engines.new(search.id, request, quality.normaliser(search))
+        store.engines.new(search, request, quality.normaliser(search))
         try:
             advance(store, session, search)
         except Exception:
@@ -67,6 +68,7 @@ def advance(store: Store, session: Session, search: SearchRow) -> None:
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
     while batch := engine.ask(slots):
+        store.engines.changed(search)
         for row, values in enqueue(session, search, batch, store.now()):
             engine.tell(row.arch_id, values)
             quality.record_result(session, search, row, engine)
@@ -160,8 +162,9 @@ def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
 def cancel_search(store: Store, search_id: int) -> SearchInfo:
     """Stop proposing; queued jobs are cancelled, running ones may still report."""
     with store.write() as session:
-        search = get_search(session, search_id)
+        search = get_search(session, search_id, lock=True)
         if search.status == "running":
+            search.revision += 1
             search.status = "cancelled"
             search.finish_reason = "cancelled"
             search.finished_at = store.now()

@@ -25,6 +25,10 @@ class Settings:
     # The interpreter that runs `python -m agent.export`: it needs torch and onnx, the server
     # does not. Injectable so tests can run one that lacks torch.
     export_python: str = sys.executable
+    # Authentication (server.auth). Off here, for tests and embedding; `hwnas serve` turns it
+    # on unless told --no-auth. With it on, writes need a token; reads too when private.
+    auth: bool = False
+    private_reads: bool = False
 
     @staticmethod
     def database_url_from(value: str) -> str:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from search.lts import Candidate
 from server.cache import find_cached
-from server.db import ArchitectureRow, CandidateRow, SearchRow, make_engine
+from server.db import WRITE, ArchitectureRow, CandidateRow, SearchRow, make_engine
 from server.engines import EngineCache, measured_values, new_candidate_rows
 from server.errors import NotFound
 from server.results import ResultTables
@@ -23,8 +23,14 @@ class Store:
         self.settings = settings
         self.db = make_engine(settings.database_url)
         self._sessions = sessionmaker(self.db, expire_on_commit=False)
-        # One writer at a time: engines live in this process and SQLite has a single writer.
+        self._write_sessions = sessionmaker(
+            self.db.execution_options(**WRITE), expire_on_commit=False
+        )
+        # One writer at a time in this process: the engines it caches are not thread-safe.
+        # Other processes are kept out by the database: SQLite has one writer, and on
+        # PostgreSQL a write that touches a search locks the search's row (`lock_search`).
         self.write_lock = threading.RLock()
+        self.row_locks = self.db.dialect.name == "postgresql"
         self.engines = EngineCache()
         self.results = ResultTables()
 
@@ -38,12 +44,23 @@ class Store:
         """A transaction under the write lock; commits on success, rolls back on any error."""
         with self.write_lock:
             try:
-                with self._sessions() as session, session.begin():
+                with self._write_sessions() as session, session.begin():
                     yield session
             except BaseException:
                 # An engine may have been told something the rollback undid: rebuild from rows.
                 self.engines.clear()
                 raise
+
+    @contextmanager
+    def write_rows(self) -> Iterator[Session]:
+        """A write transaction that touches no engine (claims, heartbeats): on PostgreSQL it
+        runs beside other writes, kept apart by row locks; on SQLite it is a plain write."""
+        if not self.row_locks:
+            with self.write() as session:
+                yield session
+            return
+        with self._write_sessions() as session, session.begin():
+            yield session
 
     def now(self):
         return self.settings.clock()
@@ -52,8 +69,11 @@ class Store:
         self.db.dispose()
 
 
-def get_search(session: Session, search_id: int) -> SearchRow:
-    search = session.get(SearchRow, search_id)
+def get_search(session: Session, search_id: int, lock: bool = False) -> SearchRow:
+    """The search; with `lock`, its row is locked until the transaction ends (PostgreSQL;
+    SQLite's write transactions exclude each other already), so that writes to one search
+    from several server processes take turns and each sees the last one's rows."""
+    search = session.get(SearchRow, search_id, with_for_update=lock, populate_existing=lock)
     if search is None:
         raise NotFound("search", search_id)
     return search

@@ -1,8 +1,10 @@
 """docker-compose.yml and the Dockerfile, checked without a Docker engine.
 
 Each service's command must be a real `hwnas` command line (it is parsed with the CLI's own
-parser), the agent must point at the server service, and the image must install the
-project with the role's extra under constraints.txt.
+parser), each agent must point at its server service, and the image must install the
+project with the role's extras under constraints.txt. The `postgres` profile adds a
+PostgreSQL store, a server on it and an agent for that server; plain `docker compose up`
+stays the SQLite pair.
 """
 
 from __future__ import annotations
@@ -22,9 +24,14 @@ tomllib = pytest.importorskip("tomllib", reason="tomllib (Python 3.11+) reads py
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE = REPO / "docker-compose.yml"
-SUBCOMMAND = {"server": "serve", "agent": "agent"}
+SUBCOMMAND = {"server": "serve", "agent": "agent", "server-pg": "serve", "agent-pg": "agent"}
+# Which server each agent measures for.
+AGENT_OF = {"agent": "server", "agent-pg": "server-pg"}
+POSTGRES_PROFILE = {"postgres", "server-pg", "agent-pg"}
 # What a role's command imports at run time, so its image's extra must provide it.
 NEEDS = {"serve": {"fastapi", "uvicorn", "sqlalchemy"}, "agent": {"torch", "httpx"}}
+# What a server's --db URL scheme imports (SQLite's driver is in the standard library).
+DRIVER_NEEDS = {"sqlite": set(), "postgresql+psycopg": {"psycopg"}}
 
 
 @pytest.fixture(scope="module")
@@ -55,25 +62,35 @@ def mounts(service: dict[str, Any]) -> list[tuple[str | None, str]]:
     return out
 
 
-def extra_requirements(extra: str) -> set[str]:
-    """Distribution names an extra installs, following self-references like hwnas[a,b]."""
+def interpolate(value: str) -> str:
+    """`value` as compose runs it with no variables set: ${VAR:-default} becomes default."""
+    return re.sub(r"\$\{\w+(?::?-([^}]*))?\}", lambda m: m.group(1) or "", value)
+
+
+def extra_requirements(extras_arg: str) -> set[str]:
+    """Distribution names extras install ("a" or "a,b", as the Dockerfile's EXTRAS takes them),
+    following self-references like hwnas[a,b]."""
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    assert extra in extras, f"unknown extra {extra!r}; pyproject has {sorted(extras)}"
     names: set[str] = set()
-    for requirement in extras[extra]:
-        nested = re.fullmatch(r"hwnas\[(.+)\]", requirement)
-        if nested:
-            for inner in nested.group(1).split(","):
-                names |= extra_requirements(inner.strip())
-        else:
-            names.add(re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower())
+    for extra in (e.strip() for e in extras_arg.split(",")):
+        assert extra in extras, f"unknown extra {extra!r}; pyproject has {sorted(extras)}"
+        for requirement in extras[extra]:
+            nested = re.fullmatch(r"hwnas\[(.+)\]", requirement)
+            if nested:
+                names |= extra_requirements(nested.group(1))
+            else:
+                names.add(re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower())
     return names
 
 
-def test_both_services_exist(compose: dict[str, Any]) -> None:
-    assert {"server", "agent"} <= set(compose["services"])
+def db_scheme(db: str) -> str:
+    return urlparse(db).scheme if "://" in db else "sqlite"
+
+
+def test_every_service_exists(compose: dict[str, Any]) -> None:
+    assert set(SUBCOMMAND) | {"postgres"} <= set(compose["services"])
 
 
 @pytest.mark.parametrize("name", list(SUBCOMMAND))
@@ -99,16 +116,17 @@ def test_server_keeps_its_database_on_a_named_volume(compose: dict[str, Any]) ->
     assert not published or str(args.port) in published
 
 
-def test_agent_points_at_the_server_service(compose: dict[str, Any]) -> None:
+@pytest.mark.parametrize("name", list(AGENT_OF))
+def test_agent_points_at_its_server_service(compose: dict[str, Any], name: str) -> None:
     services = compose["services"]
-    agent, server = parsed(services["agent"]), parsed(services["server"])
+    agent, server = parsed(services[name]), parsed(services[AGENT_OF[name]])
     url = urlparse(agent.server)
     assert url.scheme == "http"
-    assert url.hostname == "server" and url.hostname in services
+    assert url.hostname == AGENT_OF[name] and url.hostname in services
     assert url.port == server.port
     assert agent.device_class == "cpu"
-    depends = services["agent"]["depends_on"]
-    assert "server" in (depends if isinstance(depends, list) else list(depends))
+    depends = services[name]["depends_on"]
+    assert AGENT_OF[name] in (depends if isinstance(depends, list) else list(depends))
 
 
 @pytest.mark.parametrize("name", list(SUBCOMMAND))
@@ -117,10 +135,19 @@ def test_image_installs_what_the_command_needs(compose: dict[str, Any], name: st
     context = (COMPOSE.parent / build["context"]).resolve()
     dockerfile = context / build.get("dockerfile", "Dockerfile")
     assert dockerfile.is_file(), f"{dockerfile} referenced by service {name} is missing"
-    extra = build["args"]["EXTRAS"]
-    assert NEEDS[SUBCOMMAND[name]] <= extra_requirements(extra)
-    if name == "server":  # the server image stays free of torch
-        assert "torch" not in extra_requirements(extra)
+    installed = extra_requirements(build["args"]["EXTRAS"])
+    assert NEEDS[SUBCOMMAND[name]] <= installed
+    if SUBCOMMAND[name] == "serve":  # a server image stays free of torch
+        assert "torch" not in installed
+        assert DRIVER_NEEDS[db_scheme(parsed(compose["services"][name]).db)] <= installed
+
+
+def test_services_sharing_an_image_build_it_alike(compose: dict[str, Any]) -> None:
+    builds: dict[str, dict[str, Any]] = {}
+    for name, service in compose["services"].items():
+        if "build" in service:
+            built = builds.setdefault(service["image"], service["build"])
+            assert built == service["build"], f"{name} builds {service['image']} differently"
 
 
 def test_dockerfile_installs_with_constraints() -> None:
@@ -152,3 +179,51 @@ def test_packages_are_copied_and_the_venv_is_not() -> None:
         assert f"COPY {pattern.rstrip('*')} " in text, pattern
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".git", ".venv"} <= set(ignored)
+
+
+def test_default_profile_is_the_sqlite_pair(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    default = {name for name, service in services.items() if not service.get("profiles")}
+    assert default == {"server", "agent"}
+    for name in POSTGRES_PROFILE:
+        assert services[name]["profiles"] == ["postgres"], name
+
+
+def test_postgres_service_keeps_its_data_and_reports_health(compose: dict[str, Any]) -> None:
+    postgres = compose["services"]["postgres"]
+    assert re.fullmatch(r"postgres:16(\.\d+)*(-\w+)?", postgres["image"])
+    # The password comes from the environment, with a default for a local try-out.
+    assert re.fullmatch(
+        r"\$\{HWNAS_PG_PASSWORD:-\w+\}", postgres["environment"]["POSTGRES_PASSWORD"]
+    )
+    named = {target: source for source, target in mounts(postgres)}
+    assert named["/var/lib/postgresql/data"] in (compose.get("volumes") or {})
+    check = postgres["healthcheck"]["test"]
+    assert check[0] in ("CMD", "CMD-SHELL") and "pg_isready" in " ".join(check[1:])
+    assert int(postgres["healthcheck"]["retries"]) > 0
+    # Room for several server processes' pools and a load test's clients.
+    assert "max_connections=400" in postgres["command"]
+
+
+def test_server_pg_stores_in_the_postgres_service(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    server_pg, env = services["server-pg"], services["postgres"]["environment"]
+    url = urlparse(interpolate(parsed(server_pg).db))
+    assert url.scheme == "postgresql+psycopg"
+    assert url.hostname == "postgres" and url.hostname in services
+    assert (url.port or 5432) == 5432
+    assert url.username == env["POSTGRES_USER"] and url.path == f"/{env['POSTGRES_DB']}"
+    assert url.password == interpolate(env["POSTGRES_PASSWORD"])
+    assert server_pg["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert "healthz" in " ".join(server_pg["healthcheck"]["test"])
+    # Both servers run under --profile postgres: they must not publish the same host port.
+    hosts = [
+        {str(p).rsplit(":", 1)[0] for p in services[name].get("ports", [])}
+        for name in ("server", "server-pg")
+    ]
+    assert not hosts[0] & hosts[1]
+
+
+def test_agent_pg_waits_for_a_healthy_server(compose: dict[str, Any]) -> None:
+    depends = compose["services"]["agent-pg"]["depends_on"]
+    assert depends["server-pg"]["condition"] == "service_healthy"

@@ -47,15 +47,21 @@ def test_a_result_is_accepted_once_and_foreign_leases_get_409(client):
     lease = _claim(client, alice)
     job = f"/api/v1/jobs/{lease['job_id']}"
     foreign = client.post(f"{job}/result", json=_result(bob, lease))
-    assert foreign.status_code == 409 and "not held by agent" in foreign.json()["detail"]
-    assert client.post(f"{job}/result", json=_result(alice, lease)).status_code == 200
+    assert foreign.status_code == 409 and "never given to agent" in foreign.json()["detail"]
+    first = client.post(f"{job}/result", json=_result(alice, lease))
+    assert first.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": False}
+    # A retry (the first answer was lost): the same answer, marked duplicate; nothing changes.
     again = client.post(f"{job}/result", json=_result(alice, lease))
-    assert again.status_code == 409 and "job is measured" in again.json()["detail"]
+    assert again.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": True}
     measured = client.get("/api/v1/searches/1/candidates", params={"status": "measured"}).json()
     assert len(measured) == 1
+    [view] = [a for a in client.get("/api/v1/agents").json() if a["agent_id"] == alice]
+    assert view["jobs_done"] == 1
 
 
-def test_an_expired_lease_goes_back_to_the_queue_and_its_late_result_gets_409(client, clock):
+def test_an_expired_lease_goes_back_to_the_queue_and_its_late_measurement_counts_once(
+    client, clock
+):
     client.post(
         "/api/v1/searches",
         json=search_request(
@@ -68,12 +74,33 @@ def test_an_expired_lease_goes_back_to_the_queue_and_its_late_result_gets_409(cl
     clock.advance(31)
     relet = _claim(client, fast)
     assert relet["job_id"] == lease["job_id"] and relet["lease_id"] != lease["lease_id"]
-    late = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(slow, lease))
-    assert late.status_code == 409
-    assert (
-        client.post(f"/api/v1/jobs/{relet['job_id']}/result", json=_result(fast, relet)).status_code
-        == 200
-    )
+    job = f"/api/v1/jobs/{lease['job_id']}"
+    # The slow agent comes back with a measurement: the job has none yet, so it counts...
+    late = client.post(f"{job}/result", json=_result(slow, lease))
+    assert late.status_code == 200 and late.json()["duplicate"] is False
+    # ...and the agent the job went to next is told to drop it, first at its heartbeat,
+    ref = {"agent_id": fast, "lease_id": relet["lease_id"]}
+    assert client.post(f"{job}/heartbeat", json=ref).status_code == 409
+    # then if it reports anyway.
+    second = client.post(f"{job}/result", json=_result(fast, relet))
+    assert second.status_code == 409 and "already has a result" in second.json()["detail"]
+    [candidate] = client.get("/api/v1/searches/1/candidates", params={"status": "measured"}).json()
+    assert candidate["measurement"]["agent_id"] == slow
+    jobs_done = {a["agent_id"]: a["jobs_done"] for a in client.get("/api/v1/agents").json()}
+    assert jobs_done == {slow: 1, fast: 0}
+
+
+def test_a_failure_reported_after_the_lease_expired_is_dropped_and_the_job_retried(client, clock):
+    client.post("/api/v1/searches", json=search_request())
+    slow, fast = register(client), register(client)
+    lease = _claim(client, slow)
+    clock.advance(31)
+    failure = {"agent_id": slow, "lease_id": lease["lease_id"], "failure": {"kind": "timeout"}}
+    taken = [_claim(client, fast)["job_id"] for _ in range(4)]  # requeues, then hands it out
+    assert lease["job_id"] in taken
+    late = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=failure)
+    assert late.status_code == 409 and "will be tried again" in late.json()["detail"]
+    assert client.get("/api/v1/searches/1").json()["progress"]["failed"] == 0
 
 
 def test_heartbeats_keep_a_lease_alive(client, clock):
@@ -87,6 +114,11 @@ def test_heartbeats_keep_a_lease_alive(client, clock):
     taken = [_claim(client, other)["job_id"] for _ in range(3)]
     assert lease["job_id"] not in taken
     clock.advance(31)
+    # Expired, but nobody took the job yet: a late heartbeat still renews it.
+    assert client.post(f"/api/v1/jobs/{lease['job_id']}/heartbeat", json=ref).status_code == 200
+    clock.advance(31)
+    retaken = _claim(client, other)  # expired again: requeued and handed to the other agent
+    assert retaken["job_id"] == lease["job_id"]
     assert client.post(f"/api/v1/jobs/{lease['job_id']}/heartbeat", json=ref).status_code == 409
 
 

@@ -1,0 +1,144 @@
+"""Who may do what: API tokens and agent credentials.
+
+Three kinds of secret, each shown once and stored only as its SHA-256 (they are 256 random
+bits, so a fast hash is enough; there is nothing to brute-force):
+
+- a **user token** (`hwnas_u_...`): start and cancel searches, and read results when reads
+  are private;
+- an **agent enrollment token** (`hwnas_e_...`): register agents, nothing else;
+- an **agent credential** (`hwnas_a_...`): issued to one agent when it registers; claims,
+  heartbeats and results for that agent's own jobs only.
+
+Admins create and revoke tokens on the server's host with `hwnas token`, straight in the
+database: no token is needed to make the first one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from server.db import AgentRow, TokenRow
+from server.errors import Forbidden, Unauthenticated
+
+TokenKind = Literal["user", "agent"]
+PREFIX = {"user": "hwnas_u_", "agent": "hwnas_e_", "credential": "hwnas_a_"}
+HOW_TO_CREATE = {
+    "user": "create one with `hwnas token create --kind user --name NAME --db DATABASE`",
+    "agent": "create one with `hwnas token create --kind agent --name NAME --db DATABASE`",
+}
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_secret(kind: str) -> str:
+    return PREFIX[kind] + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who made a request: a token's kind and id, or an agent; `open` when auth is off."""
+
+    kind: Literal["open", "user", "agent", "credential"]
+    token_id: int | None = None
+    agent_id: str | None = None
+
+    def may_act_for(self, agent_id: str) -> None:
+        """Raise unless this caller may claim, beat and report as `agent_id`."""
+        if self.kind == "open":
+            return
+        if self.kind != "credential":
+            raise Forbidden(
+                f"a {_described(self.kind)} cannot act for an agent: agents send the credential "
+                "the server issued when they registered (AgentInfo.credential)"
+            )
+        if self.agent_id != agent_id:
+            raise Forbidden(
+                f"this agent credential belongs to agent {self.agent_id!r}, not {agent_id!r}"
+            )
+
+
+def _described(kind: str) -> str:
+    return {"user": "user token", "agent": "agent enrollment token"}.get(kind, "agent credential")
+
+
+def create_token(
+    session: Session, name: str, kind: TokenKind, now: datetime, secret: str | None = None
+) -> tuple[TokenRow, str]:
+    """A new token and its secret (generated unless given: a deployment may set its own)."""
+    secret = secret or new_secret(kind)
+    row = TokenRow(name=name, kind=kind, token_hash=digest(secret), created_at=now)
+    session.add(row)
+    session.flush()
+    return row, secret
+
+
+def list_tokens(session: Session) -> list[TokenRow]:
+    return list(session.scalars(select(TokenRow).order_by(TokenRow.id)))
+
+
+def revoke_token(session: Session, name_or_id: str, now: datetime) -> list[TokenRow]:
+    """Revoke the live tokens with this name (or id); the agents they enrolled lose their
+    credentials too. Returns what was revoked (empty: nothing matched)."""
+    match = [TokenRow.name == name_or_id]
+    if name_or_id.isdigit():
+        match.append(TokenRow.id == int(name_or_id))
+    rows = list(session.scalars(select(TokenRow).where(or_(*match), TokenRow.revoked_at.is_(None))))
+    for row in rows:
+        row.revoked_at = now
+        if row.kind == "agent":
+            for agent in session.scalars(select(AgentRow).where(AgentRow.enrolled_by == row.id)):
+                agent.credential_hash = None
+    return rows
+
+
+def identify(session: Session, authorization: str | None) -> Caller | None:
+    """The caller a `Authorization: Bearer ...` header names; None without one."""
+    if not authorization:
+        return None
+    scheme, _, secret = authorization.partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret:
+        raise Unauthenticated(
+            "the Authorization header must be 'Bearer <token>', got scheme "
+            f"{scheme[:20]!r}" + ("" if secret else " with no token")
+        )
+    hashed = digest(secret)
+    if secret.startswith(PREFIX["credential"]):
+        agent = session.scalar(select(AgentRow).where(AgentRow.credential_hash == hashed))
+        if agent is None:
+            raise Unauthenticated(
+                "agent credential not recognised: the agent was removed or its enrollment "
+                "token revoked; register again with a valid enrollment token"
+            )
+        return Caller("credential", agent_id=agent.id)
+    token = session.scalar(select(TokenRow).where(TokenRow.token_hash == hashed))
+    if token is None:
+        raise Unauthenticated("token not recognised: it was never issued by this server")
+    if token.revoked_at is not None:
+        raise Unauthenticated(
+            f"token {token.name!r} was revoked at {token.revoked_at:%Y-%m-%d %H:%M} UTC"
+        )
+    return Caller(token.kind, token_id=token.id)  # type: ignore[arg-type]
+
+
+def require(caller: Caller | None, kind: Literal["user", "agent"], action: str) -> Caller:
+    """The caller if it holds a token of `kind`; 401 without a credential, 403 with another."""
+    if caller is None:
+        raise Unauthenticated(
+            f"{action} needs a{'n agent enrollment' if kind == 'agent' else ' user'} token: send "
+            f"'Authorization: Bearer <token>'; {HOW_TO_CREATE[kind]}"
+        )
+    if caller.kind in ("open", kind):
+        return caller
+    raise Forbidden(
+        f"{action} needs a {_described(kind)}; this request carries a {_described(caller.kind)}"
+    )
