@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
+import os
 import signal
 import sys
 import threading
@@ -21,12 +23,14 @@ from pydantic import ValidationError
 
 from agent.client import AgentClient
 from agent.fingerprint import device_fingerprint
+from agent.guard import MIB, Guard, Limits
 from agent.launch import start_forkserver
 from agent.worker import Worker
 from archvocab.wire import AgentRegistration
 
 logger = logging.getLogger("agent")
 HTTP_TIMEOUT_S = 30.0
+AGENT_TOKEN_ENV = "HWNAS_AGENT_TOKEN"  # the enrollment token, where --token is not given
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +42,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.max_jobs is not None and args.max_jobs < 1:
         print("hwnas agent: --max-jobs must be >= 1", file=sys.stderr)
+        return 2
+    guard = guard_from_args(args)
+    if isinstance(guard, str):
+        print(f"hwnas agent: {guard}", file=sys.stderr)
         return 2
     if not args.server.startswith(("http://", "https://")):
         print(
@@ -56,16 +64,32 @@ def run(args: argparse.Namespace) -> int:
     # first job's clock.
     start_forkserver()
     with httpx.Client(base_url=args.server.rstrip("/"), timeout=HTTP_TIMEOUT_S) as http:
+        token = args.token or os.environ.get(AGENT_TOKEN_ENV) or None
         worker = Worker(
-            AgentClient(http),
+            AgentClient(http, enrollment_token=token),
             registration,
             poll_interval=args.poll_interval,
             max_jobs=args.max_jobs,
             once=args.once,
             exit_when_idle=args.exit_when_idle,
+            guard=guard,
         )
         with stop_on_signals(worker):
             return worker.run()
+
+
+def guard_from_args(args: argparse.Namespace) -> Guard | str:
+    """The job guard `--max-params`, `--max-memory-mb` and `--no-device-memory-check` ask
+    for, or what is wrong with them."""
+    max_params, max_mb = args.max_params, args.max_memory_mb
+    for flag, value in (("--max-params", max_params), ("--max-memory-mb", max_mb)):
+        if value is not None and not (math.isfinite(value) and value >= 1):
+            return f"{flag} must be a finite number >= 1, got {value:g}"
+    limits = Limits(
+        max_params=int(max_params) if max_params is not None else None,
+        max_memory_bytes=int(max_mb * MIB) if max_mb is not None else None,
+    )
+    return Guard(limits, check_device=not args.no_device_memory_check)
 
 
 @contextmanager

@@ -53,27 +53,47 @@ def _detail(response: httpx.Response) -> str:
 class AgentClient:
     """Register, claim, heartbeat and report results: one method per endpoint."""
 
-    def __init__(self, http: httpx.Client) -> None:
+    def __init__(self, http: httpx.Client, enrollment_token: str | None = None) -> None:
+        """`enrollment_token`: registers the agent where the server has authentication; the
+        server then issues the agent its own credential, used for everything else."""
         self.http = http
+        self.enrollment_token = enrollment_token
+        self.credential: str | None = None
 
-    def _post(self, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> httpx.Response:
-        response = self.http.post(API_PREFIX + path, json=body)
+    def _post(
+        self,
+        path: str,
+        body: Any = None,
+        ok: tuple[int, ...] = (200,),
+        token: str | None = None,
+    ) -> httpx.Response:
+        token = token or self.credential
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        response = self.http.post(API_PREFIX + path, json=body, headers=headers)
         if response.status_code not in ok:
-            error = (
-                AgentUnknown
-                if response.status_code == 404 and path.startswith("/agents/")
-                else ApiError
-            )
+            # 404 for our agent id, or 401 for our credential: the server forgot this agent
+            # (its database was reset, or the enrollment token revoked): register again.
+            forgot = response.status_code == 404 and path.startswith("/agents/")
+            forgot = forgot or (response.status_code == 401 and self.credential is not None)
+            error = AgentUnknown if forgot else ApiError
             raise error("POST", API_PREFIX + path, response.status_code, _detail(response))
         return response
 
     def register(self, registration: AgentRegistration) -> AgentInfo:
-        """POST /agents -> 201 AgentInfo."""
-        response = self._post("/agents", registration.model_dump(mode="json"), ok=(200, 201))
+        """POST /agents -> 201 AgentInfo; keeps the credential it carries for later calls."""
+        self.credential = None
+        response = self._post(
+            "/agents",
+            registration.model_dump(mode="json"),
+            ok=(200, 201),
+            token=self.enrollment_token,
+        )
         try:
-            return AgentInfo.model_validate(response.json())
+            info = AgentInfo.model_validate(response.json())
         except ValueError as exc:  # not JSON, or not an AgentInfo (pydantic errors are ValueErrors)
             raise ApiError("POST", API_PREFIX + "/agents", response.status_code, str(exc)) from None
+        self.credential = info.credential
+        return info
 
     def claim(self, agent_id: str) -> JobLease | None:
         """POST /agents/{id}/claim -> a JobLease, or None on 204 (no work for our class).

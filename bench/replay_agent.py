@@ -232,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--exit-when-idle", type=float, default=None, metavar="S")
     parser.add_argument("--poll-interval", type=float, default=0.2, metavar="S")
     parser.add_argument("--max-jobs", type=int, default=None)
+    parser.add_argument(
+        "--token", default=None, help="agent enrollment token (default: $HWNAS_AGENT_TOKEN)"
+    )
     return parser
 
 
@@ -248,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     with httpx.Client(base_url=args.server.rstrip("/"), timeout=HTTP_TIMEOUT_S) as http:
         worker = Worker(
-            AgentClient(http),
+            AgentClient(http, args.token or os.environ.get("HWNAS_AGENT_TOKEN") or None),
             registration,
             poll_interval=args.poll_interval,
             max_jobs=args.max_jobs,

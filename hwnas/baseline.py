@@ -51,7 +51,7 @@ def _table(candidates: list[dict[str, Any]]) -> str:
 def _client(args: argparse.Namespace) -> Iterator[Client]:
     """A client; a refusal ends the command with the server's message."""
     try:
-        with Client(args.server) as client:
+        with Client(args.server, token=args.token) as client:
             yield client
     except ApiError as exc:
         raise SystemExit(f"hwnas: {exc}") from None

@@ -16,7 +16,10 @@ _COMMANDS = {
     "baseline": "hwnas.baseline:run_baseline",
     "report": "hwnas.baseline:run_report",
     "search": "hwnas.search_cli:run",
+    "token": "server.token_cli:run",
 }
+
+TOKEN_HELP = "user token (default: $HWNAS_TOKEN); needed where the server has authentication"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,12 +34,54 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--lease-seconds", type=float, default=60.0)
     serve.add_argument(
+        "--max-request-mb",
+        type=float,
+        default=16.0,
+        help="refuse request bodies over this many MiB with 413 (default 16)",
+    )
+    serve.add_argument(
         "--log-format",
         choices=["text", "json"],
         default="text",
         help="json: one JSON object per line, for log shippers (default text)",
     )
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="accept requests without tokens (only on a trusted network or a single machine)",
+    )
+    serve.add_argument(
+        "--private-reads", action="store_true", help="reads need a user token too, not only writes"
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes sharing the port and the database (PostgreSQL, or SQLite on "
+        "one machine)",
+    )
+
+    token = sub.add_parser("token", help="create, list and revoke API tokens (on the server host)")
+    tsub = token.add_subparsers(dest="token_command", required=True)
+    for name, text in (
+        ("create", "a new token, printed once"),
+        ("list", "every token: id, name, kind, created, revoked"),
+        ("revoke", "revoke tokens by name or id (agents they enrolled lose their credentials)"),
+    ):
+        t = tsub.add_parser(name, help=text)
+        t.add_argument("--db", default="sqlite:///hwnas.db", help="the server's database")
+        t.add_argument("--json", action="store_true")
+        if name == "create":
+            t.add_argument("--name", required=True, help="who or what it is for")
+            t.add_argument(
+                "--kind",
+                choices=["user", "agent"],
+                default="user",
+                help="user: searches and results; agent: enrolls agents (default user)",
+            )
+        if name == "revoke":
+            t.add_argument("name_or_id")
 
     demo = sub.add_parser(
         "demo", help="server + one local agent + a short search, then the frontier"
@@ -64,6 +109,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit after this long without work",
     )
     agent.add_argument("--poll-interval", type=float, default=1.0)
+    agent.add_argument(
+        "--max-params",
+        type=float,
+        default=None,
+        metavar="N",
+        help="refuse specs with more parameters than this, e.g. 5e8 (default: no limit)",
+    )
+    agent.add_argument(
+        "--max-memory-mb",
+        type=float,
+        default=None,
+        metavar="MIB",
+        help="refuse jobs whose estimated memory exceeds this many MiB (default: no limit "
+        "but the device's free memory)",
+    )
+    agent.add_argument(
+        "--no-device-memory-check",
+        action="store_true",
+        help="build even what the estimate says would not fit in the device's free memory",
+    )
+    agent.add_argument(
+        "--token",
+        default=None,
+        help="agent enrollment token (default: $HWNAS_AGENT_TOKEN); needed where the server "
+        "has authentication",
+    )
 
     base = sub.add_parser(
         "baseline", help="measure a space's layer-scaled baseline (LTS) on a device class"
@@ -77,11 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--wait", action="store_true", help="wait and print the measured table")
     base.add_argument("--poll-interval", type=float, default=2.0)
     base.add_argument("--json", action="store_true")
+    base.add_argument("--token", default=None, help=TOKEN_HELP)
 
     rep = sub.add_parser("report", help="a search's frontier against the layer-scaled baseline")
     rep.add_argument("search_id", type=int)
     rep.add_argument("--server", required=True)
     rep.add_argument("--json", action="store_true")
+    rep.add_argument("--token", default=None, help=TOKEN_HELP)
 
     _add_search_parser(sub)
 
@@ -118,6 +191,7 @@ def _add_search_parser(sub: Any) -> None:
             "--server", help="server URL (default: $HWNAS_SERVER, else http://127.0.0.1:8000)"
         )
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        p.add_argument("--token", default=None, help=TOKEN_HELP)
         return p
 
     start = command("start", "start a search; fields from --file and/or flags")

@@ -18,6 +18,7 @@ error answer raises `ApiError`, which carries the status, the message and the fi
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -50,6 +51,9 @@ class ApiError(Exception):
         self.status, self.message, self.field, self.body = status, message, field, body
 
 
+TOKEN_ENV = "HWNAS_TOKEN"
+
+
 class Client:
     """A connection to one hwnas server. Pass `http` to use your own httpx.Client (a
     Starlette TestClient works too)."""
@@ -58,12 +62,19 @@ class Client:
         self,
         server: str = DEFAULT_SERVER,
         *,
+        token: str | None = None,
         timeout: float = 30.0,
         http: httpx.Client | None = None,
     ) -> None:
+        """`token`: a user token (`hwnas token create --kind user`); default $HWNAS_TOKEN.
+        A server with authentication needs one to start and cancel searches."""
         self.server = server.rstrip("/")
         self._own = http is None
-        self.http = http or httpx.Client(base_url=self.server, timeout=timeout)
+        token = token if token is not None else os.environ.get(TOKEN_ENV)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = http or httpx.Client(base_url=self.server, timeout=timeout, headers=headers)
+        if http is not None and headers:
+            self.http.headers.update(headers)
 
     def close(self) -> None:
         if self._own:

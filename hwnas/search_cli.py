@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     server = args.server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
     try:
-        with Client(server) as client:
+        with Client(server, token=args.token) as client:
             return _COMMANDS[args.search_command](client, args, out, err)
     except ApiError as exc:
         where = f" ({exc.field})" if exc.field and exc.field not in exc.message else ""

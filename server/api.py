@@ -32,15 +32,17 @@ from server import jobs, points, proxy_check, report, searches, spaces
 from server.auth import Caller, identify, require
 from server.errors import Unauthenticated
 from server.export import architecture_export, onnx_file, torch_source
+from server.responses import CONFLICT, EXPORT_ERRORS
 from server.store import Store
 from server.views import frontier_csv
 
 router = APIRouter(prefix="/api/v1")
 
-# Ids are 64-bit database keys: anything outside that range is a 422, not a store error.
-SearchId = Annotated[int, Path(ge=1, le=2**63 - 1)]
-JobId = Annotated[int, Path(ge=1, le=2**63 - 1)]
-AgentId = Annotated[str, Path(max_length=64)]
+# Ids are INTEGER database keys, 32-bit on PostgreSQL: anything outside that range is a 422,
+# not a store error. PostgreSQL text cannot hold NUL characters either.
+SearchId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+JobId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+AgentId = Annotated[str, Path(max_length=64, pattern=r"^[^\x00]*$")]
 
 
 def _store(request: Request) -> Store:
@@ -206,7 +208,7 @@ def get_hypervolume(search_id: SearchId, request: Request) -> HypervolumeTrace:
     "/searches/{search_id}/pareto",
     response_model=list[CandidateInfo],
     dependencies=[Reader],
-    responses=AUTH_ERRORS,
+    responses={**AUTH_ERRORS, 200: {"content": {"text/csv": {}}}},
 )
 def get_pareto(
     search_id: SearchId, request: Request, format: Literal["json", "csv"] = Query("json")
@@ -289,13 +291,17 @@ def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> JobLease | R
     return Response(status_code=204) if lease is None else lease
 
 
-@router.post("/jobs/{job_id}/heartbeat", response_model=LeaseStatus, responses=AUTH_ERRORS)
+@router.post(
+    "/jobs/{job_id}/heartbeat", response_model=LeaseStatus, responses={**AUTH_ERRORS, **CONFLICT}
+)
 def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller) -> LeaseStatus:
     who.may_act_for(body.agent_id)
     return jobs.heartbeat(_store(request), job_id, body)
 
 
-@router.post("/jobs/{job_id}/result", response_model=ResultReceipt, responses=AUTH_ERRORS)
+@router.post(
+    "/jobs/{job_id}/result", response_model=ResultReceipt, responses={**AUTH_ERRORS, **CONFLICT}
+)
 def submit_result(
     job_id: JobId, body: JobResult, request: Request, who: AgentCaller
 ) -> ResultReceipt:
@@ -314,6 +320,7 @@ ArchId = Annotated[str, Path(pattern=r"^[0-9a-f]{1,32}$")]
     response_model=ArchitectureExport,
     responses={
         **AUTH_ERRORS,
+        **EXPORT_ERRORS,
         200: {"content": {"text/x-python": {}, "application/octet-stream": {}}},
     },
     dependencies=[Reader],

@@ -16,7 +16,9 @@ from archvocab.errors import HwnasError, InvalidSpec
 from server.api import router
 from server.dashboard import router as dashboard_router
 from server.errors import NotFound, http_status
+from server.limits import install_limits
 from server.metrics import install_metrics
+from server.responses import document_errors
 from server.settings import Settings
 from server.store import Store
 
@@ -57,10 +59,12 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.store = store
     app.include_router(router)
     app.include_router(dashboard_router)
+    install_limits(app, settings)
     # Large answers (a 20,000-candidate points table is ~7 MB of JSON) shrink ~5x.
     app.add_middleware(GZipMiddleware, minimum_size=4096)
     install_metrics(app, store)
     app.add_api_route("/healthz", healthz, methods=["GET"])
+    document_errors(app)
 
     @app.exception_handler(HwnasError)
     async def domain_error(_request: Request, exc: HwnasError) -> JSONResponse:
@@ -69,7 +73,9 @@ def create_app(settings: Settings) -> FastAPI:
             body["field"] = exc.field
         if isinstance(exc, NotFound):
             body["resource"] = exc.what
-        return JSONResponse(status_code=http_status(exc), content=body)
+        status = http_status(exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(status_code=status, content=body, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:

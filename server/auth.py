@@ -57,7 +57,7 @@ class Caller:
             return
         if self.kind != "credential":
             raise Forbidden(
-                f"a {_described(self.kind)} cannot act for an agent: agents send the credential "
+                f"{_described(self.kind)} cannot act for an agent: agents send the credential "
                 "the server issued when they registered (AgentInfo.credential)"
             )
         if self.agent_id != agent_id:
@@ -67,7 +67,10 @@ class Caller:
 
 
 def _described(kind: str) -> str:
-    return {"user": "user token", "agent": "agent enrollment token"}.get(kind, "agent credential")
+    """The kind of credential, with its article, for messages."""
+    return {"user": "a user token", "agent": "an agent enrollment token"}.get(
+        kind, "an agent credential"
+    )
 
 
 def create_token(
@@ -140,5 +143,33 @@ def require(caller: Caller | None, kind: Literal["user", "agent"], action: str) 
     if caller.kind in ("open", kind):
         return caller
     raise Forbidden(
-        f"{action} needs a {_described(kind)}; this request carries a {_described(caller.kind)}"
+        f"{action} needs {_described(kind)}; this request carries {_described(caller.kind)}"
     )
+
+
+AGENT_TOKEN_ENV = "HWNAS_AGENT_TOKEN"
+
+
+def bootstrap(
+    session: Session, now: datetime, agent_secret: str | None
+) -> list[tuple[TokenRow, str]]:
+    """First start with authentication: make the tokens nobody could otherwise make without
+    the command line (a user token "admin", an enrollment token "agents"), so that a new
+    server is usable at once. `agent_secret` (from $HWNAS_AGENT_TOKEN: a deployment's shared
+    secret, e.g. docker-compose's) becomes an enrollment token if it is not one yet.
+    Returns what was made, with the secrets, to be shown once."""
+    made = []
+    if (
+        agent_secret
+        and session.scalar(select(TokenRow).where(TokenRow.token_hash == digest(agent_secret)))
+        is None
+    ):
+        made.append(create_token(session, f"${AGENT_TOKEN_ENV}", "agent", now, agent_secret))
+    live = {
+        kind for kind in session.scalars(select(TokenRow.kind).where(TokenRow.revoked_at.is_(None)))
+    }
+    if "user" not in live:
+        made.append(create_token(session, "admin", "user", now))
+    if "agent" not in live:
+        made.append(create_token(session, "agents", "agent", now))
+    return made

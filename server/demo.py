@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from server import auth
 from server.app import create_app
 from server.settings import Settings
 
@@ -65,9 +67,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(db_path: Path, port: int) -> uvicorn.Server:
-    settings = Settings(database_url=Settings.database_url_from(str(db_path)), lease_seconds=60)
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+def start_server(db_path: Path, port: int) -> tuple[uvicorn.Server, str, str]:
+    """The server, with authentication on as `hwnas serve` has it, and the demo's own
+    tokens: (server, user token, agent enrollment token)."""
+    settings = Settings(
+        database_url=Settings.database_url_from(str(db_path)), lease_seconds=60, auth=True
+    )
+    app = create_app(settings)
+    with app.state.store.write() as session:
+        now = settings.clock()
+        _, user = auth.create_token(session, "demo", "user", now)
+        _, enrollment = auth.create_token(session, "demo-agent", "agent", now)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     threading.Thread(target=server.run, daemon=True).start()
     deadline = time.monotonic() + 30
@@ -75,10 +86,10 @@ def start_server(db_path: Path, port: int) -> uvicorn.Server:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the server did not start on port {port}")
         time.sleep(0.05)
-    return server
+    return server, user, enrollment
 
 
-def start_agent(url: str, log_path: Path) -> subprocess.Popen:
+def start_agent(url: str, log_path: Path, token: str) -> subprocess.Popen:
     command = [
         sys.executable,
         "-m",
@@ -94,7 +105,8 @@ def start_agent(url: str, log_path: Path) -> subprocess.Popen:
         "0.5",
     ]
     log = log_path.open("w")
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    env = {**os.environ, auth.AGENT_TOKEN_ENV: token}  # not on the command line, which `ps` shows
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
 def wait_for(client: httpx.Client, search_id: int, console: Console, quiet: bool) -> dict:
@@ -158,10 +170,11 @@ def run(args: argparse.Namespace) -> int:
     db_path = Path(args.db).resolve()
     port = args.port or free_port()
     url = f"http://127.0.0.1:{port}"
-    server = start_server(db_path, port)
-    agent = start_agent(url, db_path.with_suffix(".agent.log"))
+    server, token, enrollment = start_server(db_path, port)
+    agent = start_agent(url, db_path.with_suffix(".agent.log"), enrollment)
     try:
-        with httpx.Client(base_url=url, timeout=30) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=url, timeout=30, headers=headers) as client:
             created = client.post("/api/v1/searches", json=demo_request(args.budget, args.seed))
             search_id = created.raise_for_status().json()["id"]
             console.print(f"Search {search_id} started on {url} with 1 agent ({DEVICE_CLASS}).")
@@ -186,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"All candidates:  {url}/api/v1/searches/{search_id}/candidates")
             console.print(f"Frontier as CSV: {url}/api/v1/searches/{search_id}/pareto?format=csv")
             console.print(f"API docs:        {url}/docs   (serving until Ctrl-C)")
+            console.print(f"Your user token: export HWNAS_TOKEN={token}")
             while True:
                 time.sleep(3600)
         console.print(

@@ -244,15 +244,24 @@ def _lease(
     )
 
 
+def _job(session: Session, job_id: int, lock: bool) -> CandidateRow:
+    """The job's row, read fresh; with `lock` its row is locked first (PostgreSQL: the
+    architecture and measurement the row loads with it are not, and need not be)."""
+    if lock:
+        session.execute(select(CandidateRow.id).where(CandidateRow.id == job_id).with_for_update())
+    row = session.get(CandidateRow, job_id, populate_existing=True)
+    if row is None:
+        raise NotFound("job", job_id)
+    return row
+
+
 def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
     """Renew the lease. One that ran out is renewed too while nobody else took the job: the
     agent was only slow to say it is alive (a flaky network), and its work is not wasted."""
     with store.write_rows() as session:
         now = store.now()
         _agent(session, ref.agent_id, now)
-        row = session.get(CandidateRow, job_id, with_for_update=store.row_locks)
-        if row is None:
-            raise NotFound("job", job_id)
+        row = _job(session, job_id, store.row_locks)
         if row.status != "running" or row.lease_id != ref.lease_id or row.agent_id != ref.agent_id:
             raise Conflict(
                 f"job {job_id}: lease {ref.lease_id!r} is not held by agent {ref.agent_id!r} "
@@ -336,9 +345,7 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt
         if search_id is None:
             raise NotFound("job", job_id)
         search = get_search(session, search_id, lock=True)
-        row = session.get(
-            CandidateRow, job_id, with_for_update=store.row_locks, populate_existing=True
-        )
+        row = _job(session, job_id, store.row_locks)
         agent = _agent(session, result.agent_id, now)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True)

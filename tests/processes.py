@@ -4,6 +4,7 @@ needs (credentials, flags) is set up in one place."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -28,6 +29,19 @@ class Processes:
         self.tmp_path = tmp_path
         self.procs: list[subprocess.Popen] = []
         self.by_name: dict[str, subprocess.Popen] = {}
+        # Tokens made by start_server (hwnas token create): a user's and an agent enrollment
+        # token; None on a server started with --no-auth.
+        self.user_token: str | None = None
+        self.agent_token: str | None = None
+
+    @property
+    def user_env(self) -> dict[str, str]:
+        """Environment for `hwnas search ...` commands: the user token."""
+        return {"HWNAS_TOKEN": self.user_token} if self.user_token else {}
+
+    def client(self, url: str, timeout: float = 30) -> httpx.Client:
+        """A user's HTTP client for the server at `url`, with the user token."""
+        return api_client(url, self.user_token, timeout)
 
     def start(self, name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         log = (self.tmp_path / f"{name}.log").open("a")
@@ -88,7 +102,12 @@ def start_server(
     name: str = "server",
     lease_seconds: float = 20,
 ) -> subprocess.Popen:
-    """`hwnas serve` on 127.0.0.1:port over `db` (a file or a URL); returns once healthy."""
+    """`hwnas serve` on 127.0.0.1:port over `db` (a file or a URL), with authentication as
+    a real deployment has it (unless `--no-auth` is in `extra`); returns once healthy.
+    The first call makes a user token and an agent enrollment token in `procs`."""
+    if "--no-auth" not in extra and procs.user_token is None:
+        procs.user_token = create_token(db, "user", "tests")
+        procs.agent_token = create_token(db, "agent", "test-agents")
     proc = procs.start(
         name,
         "serve",
@@ -107,13 +126,32 @@ def start_server(
 def start_agent(
     procs: Processes, name: str, url: str, *extra: str, device_class: str = "test-cpu"
 ) -> subprocess.Popen:
-    """`hwnas agent` for `url`, polling fast."""
+    """`hwnas agent` for `url`, polling fast, enrolling with the tests' enrollment token."""
+    env = {"HWNAS_AGENT_TOKEN": procs.agent_token} if procs.agent_token else {}
     return procs.start(
-        name, "agent", "--server", url, "--device-class", device_class, "--poll-interval", "0.2",
+        name,
+        "agent",
+        "--server",
+        url,
+        "--device-class",
+        device_class,
+        "--poll-interval",
+        "0.2",
         *extra,
+        env=env,
     )
 
 
-def api_client(url: str, timeout: float = 30) -> httpx.Client:
-    """A user's HTTP client for the server at `url`."""
-    return httpx.Client(base_url=url, timeout=timeout)
+def create_token(db: Path | str, kind: str, name: str) -> str:
+    """`hwnas token create` on the server's database: the secret."""
+    command = ["token", "create", "--db", str(db), "--kind", kind, "--name", name, "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "hwnas", *command], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)["token"]
+
+
+def api_client(url: str, token: str | None = None, timeout: float = 30) -> httpx.Client:
+    """An HTTP client for the server at `url`, sending `token` if given."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, timeout=timeout, headers=headers)

@@ -12,10 +12,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 from factories import search_request
-from test_end_to_end import Processes, _free_port, _start_server, _wait_finished
+from processes import Processes, free_port, start_server
+from test_end_to_end import _wait_finished
 
 ROOT = os.environ.get("HWNAS_ARM64_ROOT")
 RUN_AGENT = Path(__file__).resolve().parents[1] / "scripts" / "arm64" / "run-agent.sh"
@@ -51,8 +51,8 @@ def procs(tmp_path):
 
 @pytest.mark.parametrize("runtime", ["torch", "onnxruntime"])
 def test_the_arm64_agent_measures_a_search(tmp_path, procs, runtime):
-    port = _free_port()
-    _start_server(procs, tmp_path / "arm64.db", port)
+    port = free_port()
+    start_server(procs, tmp_path / "arm64.db", port)
     url = f"http://127.0.0.1:{port}"
     request = search_request(
         device_class="arm64-qemu",
@@ -60,13 +60,14 @@ def test_the_arm64_agent_measures_a_search(tmp_path, procs, runtime):
         budget={"max_evaluations": 2},
         population={"initial": 2, "parents": 2, "mutations": 2, "crossovers": 2},
     )
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with procs.client(url) as client:
         created = client.post("/api/v1/searches", json=request)
         assert created.status_code == 201, created.text
         search_id = created.json()["id"]
 
         agent = subprocess.run(
-            [str(RUN_AGENT), url, "--exit-when-idle", "10", "--poll-interval", "0.5"],
+            [str(RUN_AGENT), url, "--exit-when-idle", "10", "--poll-interval", "0.5"]
+            + ["--token", procs.agent_token],
             env={**os.environ, "HWNAS_ARM64_ROOT": str(ROOT)},
             capture_output=True,
             text=True,

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from browser import chromium, screenshot, wait_for
 from factories import FAST_MEASUREMENT, TINY_SPACE, search_request
+from processes import start_agent
 from test_end_to_end import _wait_finished, one_agent_service
 
 pytestmark = pytest.mark.slow
@@ -55,7 +56,7 @@ def _open(driver, url, hash_):
 
 def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(service, browser):
     url, procs = service
-    with httpx.Client(base_url=url, timeout=30) as api:
+    with procs.client(url) as api:
         baseline = api.post(
             "/api/v1/baselines",
             json={
@@ -76,16 +77,7 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
         search_id = api.post("/api/v1/searches", json=request).json()["id"]
         _open(browser, url, f"#/search/{search_id}")
         first = (_dataset(browser, "status"), _dataset(browser, "results"))
-        procs.start(
-            "agent-1",
-            "agent",
-            "--server",
-            url,
-            "--device-class",
-            "test-cpu",
-            "--poll-interval",
-            "0.2",
-        )
+        start_agent(procs, "agent-1", url)
         wait_for(lambda: _dataset(browser, "status") == "finished", 300, "the search to finish")
         wait_for(lambda: _dataset(browser, "results") == str(BUDGET), 30, "the last results")
         pareto = api.get(f"/api/v1/searches/{search_id}/pareto").json()
@@ -138,14 +130,24 @@ def test_the_searches_and_agents_pages_list_what_the_server_has(service, browser
 
 
 def test_the_form_shows_the_apis_refusal_and_starts_a_valid_search(service, browser):
-    url, _ = service
+    url, procs = service
     _open(browser, url, "#/new")
+    submit = browser.find_element("css selector", "#new-search button[type=submit]")
+    submit.click()  # no token yet: the server with authentication refuses
+    error = wait_for(
+        lambda: browser.find_element("css selector", "#form-error").text, what="the 401"
+    )
+    assert "needs a user token" in error and "hwnas token create" in error
+    token = browser.find_element("css selector", "#f-token")
+    assert "invalid" in token.get_attribute("class")
+    token.send_keys(procs.user_token)
     budget = browser.find_element("css selector", "#f-budget")
     budget.clear()
     budget.send_keys("0")
     browser.find_element("css selector", "#new-search button[type=submit]").click()
     error = wait_for(
-        lambda: browser.find_element("css selector", "#form-error").text, what="the refusal"
+        lambda: "budget" in (t := browser.find_element("css selector", "#form-error").text) and t,
+        what="the refusal",
     )
     assert "budget.max_evaluations" in error and "greater than or equal to 1" in error
     assert "invalid" in budget.get_attribute("class")
@@ -159,7 +161,7 @@ def test_the_form_shows_the_apis_refusal_and_starts_a_valid_search(service, brow
     browser.find_element("css selector", "#new-search button[type=submit]").click()
     wait_for(lambda: "#/search/" in browser.current_url, what="the new search's page")
     search_id = int(browser.current_url.rsplit("/", 1)[1])
-    with httpx.Client(base_url=url, timeout=30) as api:
+    with procs.client(url) as api:
         created = api.get(f"/api/v1/searches/{search_id}").json()
         api.post(f"/api/v1/searches/{search_id}/cancel")
     assert created["device_class"] == "nobody-serves-this"

@@ -5,52 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 from factories import dominates, minimised, search_request
+from processes import Processes, free_port, start_agent, start_server
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Processes:
-    def __init__(self, tmp_path: Path) -> None:
-        self.tmp_path = tmp_path
-        self.procs: list[subprocess.Popen] = []
-
-    def start(self, name: str, *args: str) -> subprocess.Popen:
-        log = (self.tmp_path / f"{name}.log").open("a")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hwnas", *args], stdout=log, stderr=subprocess.STDOUT
-        )
-        log.close()
-        self.procs.append(proc)
-        return proc
-
-    def log(self, name: str) -> str:
-        return (self.tmp_path / f"{name}.log").read_text()
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.fixture
@@ -60,29 +23,14 @@ def procs(tmp_path):
     processes.stop_all()
 
 
-def _start_server(procs: Processes, db: Path, port: int) -> subprocess.Popen:
-    proc = procs.start(
-        "server", "serve", "--port", str(port), "--db", str(db), "--lease-seconds", "20"
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise AssertionError("server did not start:\n" + procs.log("server"))
-
-
 def one_agent_service(tmp: Path) -> tuple[str, Processes]:
-    """A real server on a fresh SQLite file and one real agent (device class test-cpu)."""
+    """A real server (authentication on) on a fresh SQLite file and one real agent (device
+    class test-cpu); `procs.client(url)` is a user's client for it."""
     procs = Processes(tmp)
-    port = _free_port()
-    _start_server(procs, tmp / "service.db", port)
+    port = free_port()
+    start_server(procs, tmp / "service.db", port)
     url = f"http://127.0.0.1:{port}"
-    procs.start(
-        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
-    )
+    start_agent(procs, "agent-0", url)
     return url, procs
 
 
@@ -128,7 +76,7 @@ def _check_search(client: httpx.Client, search_id: int, budget: int) -> None:
 
 def run_search(url: str, procs: Processes, request: dict, budget: int) -> list[dict]:
     """Create a search, wait for it, check it (`_check_search`); its candidates."""
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with procs.client(url) as client:
         created = client.post("/api/v1/searches", json=request)
         assert created.status_code == 201, created.text
         search_id = created.json()["id"]
@@ -138,23 +86,12 @@ def run_search(url: str, procs: Processes, request: dict, budget: int) -> list[d
 
 
 def test_two_agents_run_a_search_to_completion(tmp_path, procs):
-    port = _free_port()
-    _start_server(procs, tmp_path / "e2e.db", port)
+    port = free_port()
+    start_server(procs, tmp_path / "e2e.db", port)
     url = f"http://127.0.0.1:{port}"
     for i in range(2):
-        procs.start(
-            f"agent-{i}",
-            "agent",
-            "--server",
-            url,
-            "--device-class",
-            "test-cpu",
-            "--name",
-            f"agent-{i}",
-            "--poll-interval",
-            "0.2",
-        )
-    with httpx.Client(base_url=url, timeout=30) as client:
+        start_agent(procs, f"agent-{i}", url, "--name", f"agent-{i}")
+    with procs.client(url) as client:
         created = client.post(
             "/api/v1/searches", json=search_request(budget={"max_evaluations": 10})
         )
@@ -170,14 +107,12 @@ def test_two_agents_run_a_search_to_completion(tmp_path, procs):
 
 
 def test_agents_ride_out_a_server_restart(tmp_path, procs):
-    port = _free_port()
+    port = free_port()
     db = tmp_path / "restart.db"
-    server = _start_server(procs, db, port)
+    server = start_server(procs, db, port)
     url = f"http://127.0.0.1:{port}"
-    procs.start(
-        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
-    )
-    with httpx.Client(base_url=url, timeout=30) as client:
+    start_agent(procs, "agent-0", url)
+    with procs.client(url) as client:
         search_id = client.post(
             "/api/v1/searches", json=search_request(budget={"max_evaluations": 10})
         ).json()["id"]
@@ -188,21 +123,19 @@ def test_agents_ride_out_a_server_restart(tmp_path, procs):
     os.kill(server.pid, signal.SIGKILL)
     server.wait()
     time.sleep(2)  # the agent sees connection errors and backs off
-    _start_server(procs, db, port)
-    with httpx.Client(base_url=url, timeout=30) as client:
+    start_server(procs, db, port)
+    with procs.client(url) as client:
         _wait_finished(client, search_id, procs)
         _check_search(client, search_id, budget=10)
 
 
 def test_a_repeated_search_reuses_measurements_and_onnxruntime_searches_run(tmp_path, procs):
-    port = _free_port()
-    _start_server(procs, tmp_path / "cache.db", port)
+    port = free_port()
+    start_server(procs, tmp_path / "cache.db", port)
     url = f"http://127.0.0.1:{port}"
-    procs.start(
-        "agent-0", "agent", "--server", url, "--device-class", "test-cpu", "--poll-interval", "0.2"
-    )
+    start_agent(procs, "agent-0", url)
     budget = {"max_evaluations": 4}
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with procs.client(url) as client:
         first = client.post("/api/v1/searches", json=search_request(budget=budget)).json()
         _wait_finished(client, first["id"], procs)
         _check_search(client, first["id"], budget=4)
@@ -227,3 +160,20 @@ def test_a_repeated_search_reuses_measurements_and_onnxruntime_searches_run(tmp_
             provenance = c["measurement"]["provenance"]
             assert provenance["runtime"] == "onnxruntime" and provenance["torch_version"] is None
             assert c["measurement"]["load_s"] > 0
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_several_server_processes_share_one_store(tmp_path, procs, store, request):
+    """`hwnas serve --workers 2`: two processes behind one port, each caching engines, one
+    database; two agents' requests land on either. The search runs as on one process."""
+    db = tmp_path / "workers.db" if store == "sqlite" else request.getfixturevalue("postgres_url")
+    port = free_port()
+    start_server(procs, db, port, "--workers", "2")
+    url = f"http://127.0.0.1:{port}"
+    for i in range(2):
+        start_agent(procs, f"agent-{i}", url, "--name", f"agent-{i}")
+    candidates = run_search(url, procs, search_request(budget={"max_evaluations": 10}), 10)
+    with procs.client(url) as client:
+        done = sum(a["jobs_done"] for a in client.get("/api/v1/agents").json())
+    assert done == sum(not c["reused"] for c in candidates), "a result was counted twice"
+    assert "database is locked" not in procs.log("server")

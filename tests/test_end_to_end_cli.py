@@ -17,18 +17,26 @@ pytestmark = pytest.mark.slow
 BUDGET = 6
 
 
+USER_ENV: dict[str, str] = {}  # the service's user token, as $HWNAS_TOKEN
+
+
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     url, procs = one_agent_service(tmp_path_factory.mktemp("cli"))
+    USER_ENV.update(procs.user_env)
     yield url, procs
     procs.stop_all()
 
 
 def hwnas(
-    url: str, *args: str, stdin: str | None = None, via_env: bool = False
+    url: str, *args: str, stdin: str | None = None, via_env: bool = False, token: bool = True
 ) -> subprocess.CompletedProcess:
-    """`hwnas search ARGS` against `url`, given by --server or by $HWNAS_SERVER."""
+    """`hwnas search ARGS` against `url`, given by --server or by $HWNAS_SERVER, with the
+    user token in $HWNAS_TOKEN unless `token` is False."""
     env = {**os.environ, "HWNAS_SERVER": url if via_env else "http://127.0.0.1:9"}
+    env.pop("HWNAS_TOKEN", None)
+    if token:
+        env.update(USER_ENV)
     server = [] if via_env else ["--server", url]
     return subprocess.run(
         [sys.executable, "-m", "hwnas", "search", *args, *server],
@@ -62,7 +70,7 @@ def test_wait_shows_progress_and_ends_when_the_search_does(finished):
 
 def test_status_list_and_pareto_agree_with_the_rest_api(finished):
     url, search_id, _ = finished
-    with httpx.Client(base_url=url) as api:
+    with httpx.Client(base_url=url) as api:  # reads need no token
         info = api.get(f"/api/v1/searches/{search_id}").json()
         front = api.get(f"/api/v1/searches/{search_id}/pareto").json()
     status = json.loads(hwnas(url, "status", str(search_id), "--json").stdout)
@@ -108,3 +116,14 @@ def test_refusals_and_unreachable_servers_are_one_line_and_exit_1(service):
     down = hwnas("http://127.0.0.1:9", "list")
     assert down.returncode == 1 and "cannot reach http://127.0.0.1:9" in down.stderr
     assert "Traceback" not in missing.stderr + bad.stderr + down.stderr
+
+
+def test_starting_a_search_without_a_token_says_how_to_get_one(service):
+    url, _ = service
+    body = json.dumps(search_request(budget={"max_evaluations": 2}))
+    refused = hwnas(url, "start", "--file", "-", stdin=body, token=False)
+    assert refused.returncode == 1, refused.stdout
+    assert "401" in refused.stderr and "hwnas token create --kind user" in refused.stderr
+    forged = hwnas(url, "start", "--file", "-", "--token", "hwnas_u_forged", stdin=body)
+    assert forged.returncode == 1 and "token not recognised" in forged.stderr
+    assert "Traceback" not in refused.stderr + forged.stderr

@@ -5,6 +5,7 @@ baseline, the baseline and the search's report against it too."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -51,7 +52,7 @@ def test_a_baseline_of_each_kind_is_measured_and_reported_against(service, kind)
     url, procs = service
     space = {**TINY_SPACES[kind], "baseline_d_model": 64, "baseline_d_inner": 128}
     space["baseline_n_head"] = 2
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with procs.client(url) as client:
         search = search_request(space=space, budget={"max_evaluations": 6})
         search_id = client.post("/api/v1/searches", json=search).json()["id"]
         body = {
@@ -87,6 +88,7 @@ def test_hwnas_baseline_and_report_commands(service) -> None:
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, **procs.user_env},
     )
     assert baseline.returncode == 0, baseline.stderr + procs.log("agent-0")[-2000:]
     measured = json.loads(baseline.stdout)

@@ -8,8 +8,19 @@ export class ApiError extends Error {
   }
 }
 
+// The user token (hwnas token create --kind user), kept in this browser once entered in the
+// new-search form; sent with every request, so servers with private reads work too.
+const TOKEN_KEY = "hwnas.token";
+export const savedToken = () => localStorage.getItem(TOKEN_KEY) || "";
+export function saveToken(token) {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+}
+
 export async function api(path, options = {}) {
   const init = { ...options, headers: { accept: "application/json", ...(options.headers || {}) } };
+  const token = savedToken();
+  if (token) init.headers.authorization = `Bearer ${token}`;
   if (options.json !== undefined) {
     init.method = init.method || "POST";
     init.body = JSON.stringify(options.json);

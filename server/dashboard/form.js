@@ -1,6 +1,6 @@
 // #/new : start a search. The form builds the same JSON a client would send; the server
 // validates it (one set of rules), and its 422 names the field, which is marked here.
-import { api, esc } from "./api.js";
+import { api, esc, saveToken, savedToken } from "./api.js";
 
 const STRATEGIES = ["hwnas", "lts", "nsga2"];
 
@@ -41,6 +41,9 @@ function render(view, spaces, proxies, agents) {
       <label class="wide" for="f-extra">more settings as JSON, merged over the fields above
         (e.g. {"space": {"n_layer": {"min": 2, "max": 8}}})</label>
       <textarea id="f-extra" name="extra" placeholder="{}"></textarea>
+      <label for="f-token">user token</label>
+      <input id="f-token" type="password" autocomplete="off" value="${esc(savedToken())}"
+        placeholder="hwnas_u_... (hwnas token create --kind user); kept in this browser">
       <div class="form-error" id="form-error" role="alert"></div>
       <button type="submit" class="wide">Start search</button>
     </form>`;
@@ -97,6 +100,7 @@ async function submit(form) {
     form.querySelector("#f-extra").classList.add("invalid");
     return;
   }
+  saveToken(form.querySelector("#f-token").value.trim());
   try {
     const search = await api("/searches", { json: body });
     location.hash = `#/search/${search.id}`;
@@ -105,6 +109,7 @@ async function submit(form) {
     error.dataset.field = exc.field || "";
     const input = exc.field && (form.querySelector(`[name="${exc.field}"]`)
       || form.querySelector(`[name$=".${exc.field.split(".").pop()}"]`));
-    (input || form.querySelector("#f-extra")).classList.add("invalid");
+    const target = exc.status === 401 || exc.status === 403 ? "#f-token" : "#f-extra";
+    (input || form.querySelector(target)).classList.add("invalid");
   }
 }

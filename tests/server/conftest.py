@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -29,14 +32,36 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path: Path) -> Callable[[str], str]:
+    """db name -> URL of that database, on the store the test is parametrised with: a SQLite
+    file, or a database in the session's throwaway PostgreSQL cluster. The same name gives
+    the same database, so a test can reopen it (a restart)."""
+    if request.param == "sqlite":
+        return lambda name: f"sqlite:///{tmp_path / name}"
+    cluster = request.getfixturevalue("postgres_cluster")
+    made: dict[str, str] = {}
+
+    def url(name: str) -> str:
+        if name not in made:
+            stem = re.sub(r"[^a-z0-9_]+", "_", f"{request.node.name}_{name}".lower())[-40:]
+            made[name] = cluster.create_database(f"t_{uuid.uuid4().hex[:8]}_{stem}")
+        return made[name]
+
+    return url
+
+
 @pytest.fixture
-def make_client(tmp_path: Path, clock: ManualClock) -> Iterator[Callable[..., TestClient]]:
-    """A TestClient on a fresh app over a SQLite file; calling again reopens the same file."""
+def make_client(
+    database_url: Callable[[str], str], clock: ManualClock
+) -> Iterator[Callable[..., TestClient]]:
+    """A TestClient on a fresh app over a fresh database (SQLite, then PostgreSQL: every test
+    that uses it runs on both stores); calling again with a name reopens that database."""
     clients: list[TestClient] = []
 
-    def make(db_name: str = "hwnas.db", lease_seconds: float = 30.0) -> TestClient:
+    def make(db_name: str = "hwnas.db", lease_seconds: float = 30.0, **settings: Any) -> TestClient:
         settings = Settings(
-            database_url=f"sqlite:///{tmp_path / db_name}", lease_seconds=lease_seconds, clock=clock
+            database_url=database_url(db_name), lease_seconds=lease_seconds, clock=clock, **settings
         )
         client = TestClient(create_app(settings))
         client.__enter__()

@@ -220,6 +220,8 @@ def test_the_torch_file_builds_counts_runs_and_trains(client, tmp_path):
 
 
 @pytest.mark.slow
+# The cache sits beside a SQLite file (Settings.export_dir); elsewhere it is in the temp dir.
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_onnx_export_runs_in_onnxruntime_and_is_served_from_the_cache(
     client, tmp_path, monkeypatch
 ):

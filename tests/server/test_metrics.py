@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.factories import play_agent, register, search_request, synthetic_measurement
@@ -198,6 +199,7 @@ def _bulk_candidates(store, n: int) -> None:
         session.execute(CandidateRow.__table__.insert(), jobs)
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # ruins the file
 def test_healthz_and_scrape_report_a_broken_database(client):
     body = client.get("/healthz").json()
     assert body == {"status": "ok", "version": body["version"]} and body["version"]

@@ -1,0 +1,194 @@
+"""Authentication: user tokens, agent enrollment tokens, agent credentials; 401 and 403 with
+messages that say what to do; tokens stored hashed; revocation; `hwnas token` commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from factories import FINGERPRINT, search_request, synthetic_measurement
+from sqlalchemy import select
+
+from server import auth
+from server.db import AgentRow, TokenRow
+
+
+@pytest.fixture
+def secured(make_client):
+    """A server with authentication on: (client, user token, enrollment token)."""
+    client = make_client(auth=True)
+    store = client.app.state.store
+    with store.write() as session:
+        _, user = auth.create_token(session, "alice", "user", store.now())
+        _, enroll = auth.create_token(session, "pi-fleet", "agent", store.now())
+    return client, user, enroll
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def enroll_agent(client, enroll: str) -> tuple[str, str]:
+    """Register with the enrollment token: (agent id, its credential)."""
+    body = {"device_class": "test-cpu", "fingerprint": FINGERPRINT}
+    response = client.post("/api/v1/agents", json=body, headers=bearer(enroll))
+    assert response.status_code == 201, response.text
+    info = response.json()
+    assert info["credential"].startswith("hwnas_a_")
+    return info["agent_id"], info["credential"]
+
+
+def test_every_write_needs_a_user_token_and_says_how_to_make_one(secured):
+    client, user, _ = secured
+    writes = [
+        ("/api/v1/searches", search_request()),
+        ("/api/v1/baselines", {"device_class": "x", "space": {"kind": "gpt2"}}),
+        ("/api/v1/searches/1/cancel", None),
+    ]
+    for path, body in writes:
+        refused = client.post(path, json=body)
+        assert refused.status_code == 401, (path, refused.text)
+        assert "needs a user token" in refused.json()["detail"]
+        assert "hwnas token create --kind user" in refused.json()["detail"]
+        assert refused.headers["www-authenticate"] == "Bearer"
+    created = client.post("/api/v1/searches", json=search_request(), headers=bearer(user))
+    assert created.status_code == 201, created.text
+    # Reads stay open unless the server keeps them private.
+    assert client.get("/api/v1/searches").status_code == 200
+
+
+def test_unknown_malformed_and_revoked_tokens_get_401_naming_the_problem(secured):
+    client, user, _ = secured
+    body = search_request()
+    forged = client.post("/api/v1/searches", json=body, headers=bearer("hwnas_u_" + "x" * 43))
+    assert forged.status_code == 401 and "never issued" in forged.json()["detail"]
+    basic = client.post("/api/v1/searches", json=body, headers={"Authorization": "Basic abc"})
+    assert basic.status_code == 401 and "'Bearer <token>'" in basic.json()["detail"]
+    store = client.app.state.store
+    with store.write() as session:
+        [revoked] = auth.revoke_token(session, "alice", store.now())
+    assert revoked.kind == "user"
+    gone = client.post("/api/v1/searches", json=body, headers=bearer(user))
+    assert gone.status_code == 401 and "'alice' was revoked" in gone.json()["detail"]
+
+
+def test_tokens_are_stored_only_as_hashes(secured):
+    client, user, enroll = secured
+    agent_id, credential = enroll_agent(client, enroll)
+    store = client.app.state.store
+    with store.read() as session:
+        hashes = set(session.scalars(select(TokenRow.token_hash)))
+        agent = session.get(AgentRow, agent_id)
+        stored = json.dumps([list(hashes), agent.credential_hash, agent.fingerprint])
+    assert hashes == {auth.digest(user), auth.digest(enroll)}
+    assert agent.credential_hash == auth.digest(credential)
+    for secret in (user, enroll, credential):
+        assert secret not in stored
+
+
+def test_each_kind_of_token_does_only_its_own_job(secured):
+    client, user, enroll = secured
+    registration = {"device_class": "test-cpu", "fingerprint": FINGERPRINT}
+    # A user token cannot enroll agents, an enrollment token cannot start searches.
+    as_user = client.post("/api/v1/agents", json=registration, headers=bearer(user))
+    assert as_user.status_code == 403
+    assert "registering an agent needs an agent enrollment token" in as_user.json()["detail"]
+    as_enroller = client.post("/api/v1/searches", json=search_request(), headers=bearer(enroll))
+    assert as_enroller.status_code == 403
+    assert "carries an agent enrollment token" in as_enroller.json()["detail"]
+    no_token = client.post("/api/v1/agents", json=registration)
+    assert no_token.status_code == 401 and "enrollment token" in no_token.json()["detail"]
+
+    client.post("/api/v1/searches", json=search_request(), headers=bearer(user))
+    alice, alice_key = enroll_agent(client, enroll)
+    bob, bob_key = enroll_agent(client, enroll)
+    # Claims: only with the agent's own credential.
+    assert client.post(f"/api/v1/agents/{alice}/claim").status_code == 401
+    with_user = client.post(f"/api/v1/agents/{alice}/claim", headers=bearer(user))
+    assert with_user.status_code == 403 and "a user token cannot act for an agent" in with_user.text
+    as_bob = client.post(f"/api/v1/agents/{alice}/claim", headers=bearer(bob_key))
+    assert as_bob.status_code == 403 and f"belongs to agent {bob!r}" in as_bob.json()["detail"]
+    lease = client.post(f"/api/v1/agents/{alice}/claim", headers=bearer(alice_key)).json()
+    job = f"/api/v1/jobs/{lease['job_id']}"
+    ref = {"agent_id": alice, "lease_id": lease["lease_id"]}
+    # Bob cannot beat or report for Alice's lease, even naming her in the body.
+    assert client.post(f"{job}/heartbeat", json=ref, headers=bearer(bob_key)).status_code == 403
+    result = {**ref, "measurement": synthetic_measurement(lease["spec"])}
+    assert client.post(f"{job}/result", json=result, headers=bearer(bob_key)).status_code == 403
+    assert client.post(f"{job}/heartbeat", json=ref, headers=bearer(alice_key)).status_code == 200
+    done = client.post(f"{job}/result", json=result, headers=bearer(alice_key))
+    assert done.status_code == 200 and done.json()["accepted"] is True
+
+
+def test_revoking_an_enrollment_token_locks_out_the_agents_it_enrolled(secured):
+    client, _, enroll = secured
+    agent_id, credential = enroll_agent(client, enroll)
+    assert client.post(
+        f"/api/v1/agents/{agent_id}/claim", headers=bearer(credential)
+    ).status_code in (
+        200,
+        204,
+    )
+    store = client.app.state.store
+    with store.write() as session:
+        auth.revoke_token(session, "pi-fleet", store.now())
+    refused = client.post(f"/api/v1/agents/{agent_id}/claim", headers=bearer(credential))
+    assert refused.status_code == 401 and "register again" in refused.json()["detail"]
+    again = client.post(
+        "/api/v1/agents",
+        json={"device_class": "test-cpu", "fingerprint": FINGERPRINT},
+        headers=bearer(enroll),
+    )
+    assert again.status_code == 401 and "revoked" in again.json()["detail"]
+
+
+def test_private_reads_need_a_user_token_but_health_and_dashboard_do_not(make_client):
+    client = make_client(auth=True, private_reads=True)
+    store = client.app.state.store
+    with store.write() as session:
+        _, user = auth.create_token(session, "alice", "user", store.now())
+    assert client.get("/api/v1/searches").status_code == 401
+    assert client.get("/api/v1/spaces").status_code == 401
+    assert client.get("/api/v1/searches", headers=bearer(user)).status_code == 200
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/dashboard/").status_code == 200
+
+
+def test_the_openapi_schema_declares_the_bearer_scheme_and_auth_errors(secured):
+    client, _, _ = secured
+    schema = client.get("/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    create = schema["paths"]["/api/v1/searches"]["post"]
+    assert {"401", "403"} <= set(create["responses"]) and create["security"]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_hwnas_token_commands_create_list_and_revoke(database_url, make_client):
+    url = database_url("tokens.db")
+    hwnas = [sys.executable, "-m", "hwnas", "token"]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*hwnas, *args, "--db", url], capture_output=True, text=True)
+
+    made = run("create", "--name", "ci", "--kind", "user", "--json")
+    assert made.returncode == 0, made.stderr
+    secret = json.loads(made.stdout)["token"]
+    plain = run("create", "--name", "pis", "--kind", "agent")
+    assert plain.returncode == 0 and plain.stdout.strip().startswith("hwnas_e_")
+    assert "shown once" in plain.stderr
+    listed = json.loads(run("list", "--json").stdout)
+    assert [(t["name"], t["kind"], t["revoked_at"]) for t in listed] == [
+        ("ci", "user", None),
+        ("pis", "agent", None),
+    ]
+    client = make_client("tokens.db", auth=True)
+    ok = client.post("/api/v1/searches", json=search_request(), headers=bearer(secret))
+    assert ok.status_code == 201, ok.text
+    revoked = run("revoke", "ci")
+    assert revoked.returncode == 0 and "revoked user token 1 (ci)" in revoked.stdout
+    refused = client.post("/api/v1/searches", json=search_request(), headers=bearer(secret))
+    assert refused.status_code == 401
+    missing = run("revoke", "ci")
+    assert missing.returncode == 1 and "no live token named 'ci'" in missing.stderr

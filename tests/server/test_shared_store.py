@@ -1,0 +1,65 @@
+"""Several server processes on one store (PostgreSQL, or a SQLite file on one machine): each
+caches search engines in memory, and a search's revision tells a process when another one
+changed it, so a search run across servers proposes exactly what a single server would."""
+
+from __future__ import annotations
+
+import itertools
+
+from factories import FINGERPRINT, search_request, synthetic_measurement
+
+
+def _run(servers, request) -> tuple[list[str], list[str], dict]:
+    """Create the search on the first server, then one agent whose requests go to the servers
+    in turn, results and the rest each in their own turn so that both servers tell engines:
+    (proposed arch ids, frontier ids, final search info)."""
+    turn, results = itertools.cycle(servers), itertools.cycle(servers)
+    search_id = next(turn).post("/api/v1/searches", json=request).json()["id"]
+    body = {"device_class": "test-cpu", "fingerprint": FINGERPRINT}
+    agent = next(turn).post("/api/v1/agents", json=body).json()["agent_id"]
+    while (claimed := next(turn).post(f"/api/v1/agents/{agent}/claim")).status_code == 200:
+        lease = claimed.json()
+        result = {
+            "agent_id": agent,
+            "lease_id": lease["lease_id"],
+            "measurement": synthetic_measurement(lease["spec"]),
+        }
+        reported = next(results).post(f"/api/v1/jobs/{lease['job_id']}/result", json=result)
+        assert reported.status_code == 200, reported.text
+    assert claimed.status_code == 204, claimed.text
+    reader = next(turn)
+    proposed = [c["arch_id"] for c in reader.get(f"/api/v1/searches/{search_id}/candidates").json()]
+    front = [p["arch_id"] for p in reader.get(f"/api/v1/searches/{search_id}/pareto").json()]
+    return proposed, front, reader.get(f"/api/v1/searches/{search_id}").json()
+
+
+def test_a_search_run_across_two_servers_proposes_what_one_server_would(make_client):
+    request = search_request(budget={"max_evaluations": 20}, seed=3)
+    alone = _run([make_client("alone.db")], request)
+    first, second = make_client("shared.db"), make_client("shared.db")
+    shared = _run([first, second], request)
+    assert shared[2]["status"] == "finished" and shared[2]["progress"]["measured"] == 20
+    assert shared[0] == alone[0], "the proposals differ from a single server's"
+    assert shared[1] == alone[1]
+    # Each server had to rebuild its engine from the rows when the other had moved on.
+    assert first.app.state.store.engines.restores > 0
+    assert second.app.state.store.engines.restores > 0
+
+
+def test_a_cancel_on_one_server_stops_proposals_on_the_other(make_client):
+    first, second = make_client("shared.db"), make_client("shared.db")
+    search_id = first.post("/api/v1/searches", json=search_request()).json()["id"]
+    body = {"device_class": "test-cpu", "fingerprint": FINGERPRINT}
+    agent = second.post("/api/v1/agents", json=body).json()["agent_id"]
+    lease = second.post(f"/api/v1/agents/{agent}/claim").json()
+    assert first.post(f"/api/v1/searches/{search_id}/cancel").json()["status"] == "cancelled"
+    result = {
+        "agent_id": agent,
+        "lease_id": lease["lease_id"],
+        "measurement": synthetic_measurement(lease["spec"]),
+    }
+    # The running job may still report, but the other server proposes nothing more.
+    assert second.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result).status_code == 200
+    assert second.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+    info = second.get(f"/api/v1/searches/{search_id}").json()
+    assert info["status"] == "cancelled" and info["progress"]["measured"] == 1
