@@ -227,3 +227,17 @@ def test_server_pg_stores_in_the_postgres_service(compose: dict[str, Any]) -> No
 def test_agent_pg_waits_for_a_healthy_server(compose: dict[str, Any]) -> None:
     depends = compose["services"]["agent-pg"]["depends_on"]
     assert depends["server-pg"]["condition"] == "service_healthy"
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_OF))
+def test_agents_and_their_server_share_the_enrollment_token(
+    compose: dict[str, Any], name: str
+) -> None:
+    """The server requires tokens: the agent must enroll with one the server knows
+    ($HWNAS_AGENT_TOKEN, which `hwnas serve` adds as an enrollment token), and compose must
+    refuse to start without it rather than run agents that cannot register."""
+    agent, server = compose["services"][name], compose["services"][AGENT_OF[name]]
+    assert "--no-auth" not in command_of(server)
+    for service in (agent, server):
+        value = service["environment"]["HWNAS_AGENT_TOKEN"]
+        assert re.fullmatch(r"\$\{HWNAS_AGENT_TOKEN:\?.+\}", value), value

@@ -192,3 +192,29 @@ def test_hwnas_token_commands_create_list_and_revoke(database_url, make_client):
     assert refused.status_code == 401
     missing = run("revoke", "ci")
     assert missing.returncode == 1 and "no live token named 'ci'" in missing.stderr
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_first_start_makes_the_first_tokens_once(database_url, monkeypatch, capsys):
+    from server.cli import prepare_database
+    from server.settings import Settings
+
+    settings = Settings(database_url=database_url("first.db"), auth=True)
+    monkeypatch.setenv("HWNAS_AGENT_TOKEN", "hwnas_e_shared-by-compose")
+    prepare_database(settings, "first.db")
+    shown = capsys.readouterr().err
+    secret = shown.split("export HWNAS_TOKEN=")[1].split()[0]
+    prepare_database(settings, "first.db")  # a restart: nothing new, nothing shown
+    assert "export HWNAS_TOKEN" not in capsys.readouterr().err
+
+    from server.db import make_engine
+
+    engine = make_engine(settings.database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(select(TokenRow.name, TokenRow.kind, TokenRow.token_hash))
+        tokens = {(name, kind): hashed for name, kind, hashed in rows}
+    engine.dispose()
+    assert tokens == {
+        ("$HWNAS_AGENT_TOKEN", "agent"): auth.digest("hwnas_e_shared-by-compose"),
+        ("admin", "user"): auth.digest(secret),
+    }
