@@ -270,17 +270,17 @@ def _check_choices(name: str, values: Any) -> None:
             _within_limit(name, value)
         elif isinstance(value, tuple) and len(value) == 2:
             check_operation(name, *value)
-            if value[0] == "DSC":
-                _within_limit("kernel", value[1])
+            if value[0] == "DSC":  # named as check_operation names it, not "kernel"
+                _within_limit("kernel", value[1], field=f"{name}.operation_parameter")
         else:
             raise InvalidSpec(name, f"each must be (operation_type, parameter), got {value!r}")
     if len(set(values)) < len(values):
         raise InvalidSpec(name, f"lists a choice twice: {list(values)!r}")
 
 
-def _within_limit(name: str, value: int) -> None:
+def _within_limit(name: str, value: int, field: str | None = None) -> None:
     if value > LIMITS[name]:
-        raise InvalidSpec(name, f"must be <= {LIMITS[name]}, got {value}")
+        raise InvalidSpec(field or name, f"must be <= {LIMITS[name]}, got {value}")
 
 
 def _parse_operations(value: Any) -> tuple[tuple[str, str | int], ...]:

@@ -128,7 +128,9 @@ def parse_recepie(recepie: Mapping[str, Any] | str) -> tuple[CellNode, ...]:
     if isinstance(recepie, str):
         try:
             recepie = json.loads(recepie)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
+            # Not only JSONDecodeError: text nested deeper than the recursion limit raises
+            # RecursionError, an integer of more than 4300 digits a plain ValueError.
             raise _fail(f"is not valid JSON: {exc}") from None
     if not isinstance(recepie, Mapping):
         raise _fail("must be a JSON object mapping node names to {op, input}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from archvocab import gpt2_counts
 from archvocab.errors import InvalidSpec
+from archvocab.grid import shrinks_to_nothing
 from archvocab.identity import SpecIdentity
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def _validate(spec: GPT2Spec) -> None:
         raise InvalidSpec(
             "cutoffs", f"must be strictly ascending and inside (0, vocab_size={spec.vocab_size})"
         )
-    if spec.d_embed // spec.div_val ** len(cut) < 1:
+    if shrinks_to_nothing(spec.d_embed, spec.div_val, len(cut)):
         raise InvalidSpec(
             "div_val",
             f"d_embed={spec.d_embed} / div_val={spec.div_val}^{len(cut)} leaves a cluster "

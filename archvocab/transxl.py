@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archvocab.errors import InvalidSpec
+from archvocab.grid import shrinks_to_nothing
 from archvocab.identity import SpecIdentity
 
 SPEC_KIND = "transxl"
@@ -209,7 +210,7 @@ def _validate(spec: TransXLSpec) -> None:
     cut = spec.cutoffs
     if any(b <= a for a, b in zip(cut, cut[1:])) or (cut and cut[-1] >= spec.vocab_size):
         raise InvalidSpec("cutoffs", f"must be ascending and inside (0, {spec.vocab_size})")
-    if spec.d_embed // spec.div_val ** len(cut) < 1:
+    if shrinks_to_nothing(spec.d_embed, spec.div_val, len(cut)):
         raise InvalidSpec("div_val", f"d_embed={spec.d_embed} / div_val^{len(cut)} is 0")
     tie = spec.tie_projs
     if (
