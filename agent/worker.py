@@ -18,6 +18,7 @@ from collections.abc import Callable
 import httpx
 
 from agent.client import AgentClient, AgentUnknown, ApiError, BadLease
+from agent.guard import Guard
 from agent.lease import Backoff, Heartbeats
 from agent.measure import CancelFlag, MeasurementCancelled, measure_candidate
 from archvocab.wire import (
@@ -41,6 +42,7 @@ COUNTERS = (
     "failures_reported",
     "conflicts",
     "jobs_abandoned",
+    "jobs_refused",
     "heartbeats",
     "connection_errors",
     "api_errors",
@@ -53,11 +55,16 @@ class Worker:
     registrations (accepted), jobs_claimed, jobs_done (results the server accepted), of which
     measurements_reported and failures_reported; conflicts (a 409/404 on heartbeat or
     result: the job was dropped), jobs_abandoned (aborted, or unreportable before the lease
-    ran out), heartbeats (accepted), connection_errors, api_errors (unexpected statuses).
+    ran out), jobs_refused (refused by the guard before anything was built: over this agent's
+    limits or its device's free memory), heartbeats (accepted), connection_errors, api_errors
+    (unexpected statuses).
 
     `max_jobs` counts claimed jobs; `once` is max_jobs=1 and exit at the first "no work";
     `exit_when_idle` exits after that many seconds without a job, whether the server had no
     work (exit code 0) or could not be reached (exit code 1).
+
+    `guard` (`agent.guard.Guard`) checks every job in this process before `measure` runs: a
+    spec that does not validate or that it refuses is reported without starting a process.
     """
 
     def __init__(
@@ -71,6 +78,7 @@ class Worker:
         exit_when_idle: float | None = None,
         backoff: Backoff | None = None,
         measure: MeasureFn = measure_candidate,
+        guard: Guard | None = None,
     ) -> None:
         self.client = client
         self.registration = registration
@@ -80,6 +88,7 @@ class Worker:
         self.exit_when_idle = exit_when_idle
         self.backoff = backoff or Backoff()
         self.measure = measure
+        self.guard = guard or Guard()
         self.info: AgentInfo | None = None
         self._stop = threading.Event()
         self._cancel = threading.Event()  # kills the running measurement
@@ -180,6 +189,15 @@ class Worker:
         """Measure one claimed job under heartbeats and report the outcome."""
         self._count("jobs_claimed")
         assert self.info is not None
+        refused = self.guard.check(lease.spec, lease.settings, lease.proxies)
+        if refused is not None:  # nothing built, no process started
+            if refused.kind == "refused":
+                self._count("jobs_refused")
+            logger.warning("job %s: %s", lease.job_id, refused.message)
+            self._report(
+                lease.job_id, lease.lease_id, refused, time.monotonic() + lease.lease_seconds
+            )
+            return
         logger.info("job %s: measuring %s", lease.job_id, lease.arch_id)
         ref = LeaseRef(agent_id=self.info.agent_id, lease_id=lease.lease_id)
         beats = Heartbeats(

@@ -10,8 +10,9 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from archvocab.json_value import JsonObject
 from archvocab.proxy_catalog import proxy_names
 
 PROXY_OBJECTIVES = proxy_names()
@@ -23,11 +24,21 @@ OBJECTIVE_SENSE = {
     "latency_ms": "min",
     "memory_mb": "min",
 }
-FAILURE_KINDS = ("invalid_spec", "out_of_memory", "timeout", "error")
+# "refused": the agent would not build it (over its limits or its free memory; agent.guard).
+FAILURE_KINDS = ("invalid_spec", "out_of_memory", "timeout", "error", "refused")
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # PostgreSQL text cannot hold NUL: refused here, with the same answer on every store.
+        texts = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(text, str) and "\x00" in text for text in texts):
+            raise ValueError("must not contain NUL characters (\\x00)")
+        return value
 
 
 # -- measurement ----------------------------------------------------------------------------
@@ -175,7 +186,7 @@ class MeasurementResult(Strict):
     proxy_inputs: str | None = Field(
         None, max_length=200, description="ProxyInputSettings.key() of the proxies' minibatch"
     )
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: JsonObject = Field(default_factory=dict)
 
 
 # -- data-dependent proxies ------------------------------------------------------------------
@@ -199,8 +210,14 @@ class ProxyRequest(Strict):
 
 
 class Failure(Strict):
-    kind: Literal["invalid_spec", "out_of_memory", "timeout", "error"]
+    kind: Literal["invalid_spec", "out_of_memory", "timeout", "error", "refused"]
     message: str = Field("", max_length=4000)
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _printable(cls, value: Any) -> Any:
+        # Text captured from a crash may hold NULs: an agent's report is cleaned, not refused.
+        return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
 
 
 # -- agents ---------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ def test_measures_reports_and_exits_when_idle(
         "failures_reported": 1,
         "conflicts": 0,
         "jobs_abandoned": 0,
+        "jobs_refused": 0,
         "heartbeats": worker.heartbeats,
         "connection_errors": 0,
         "api_errors": 0,
