@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from archvocab.errors import InvalidSpec
+from archvocab.json_value import JsonObject
 from archvocab.proxy_catalog import PROXY_CATALOG, check_proxy_for_kind
 from archvocab.registry import get_kind, kind_names, parse_space
 from archvocab.wire import (
@@ -98,7 +99,7 @@ class SearchCreate(Strict):
         max_length=256,
         description="layer_scaled only: the depths to measure (default 1..16)",
     )
-    space: dict[str, Any] = Field(
+    space: JsonObject = Field(
         default_factory=dict,
         description="the space's kind (default gpt2) and overrides of its settings",
     )
@@ -236,7 +237,7 @@ class BaselineCreate(Strict):
     """Measure a space's layer-scaled baseline (LTS) on a device class."""
 
     name: str | None = Field(None, max_length=200)
-    space: dict[str, Any] = Field(default_factory=dict)
+    space: JsonObject = Field(default_factory=dict)
     device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
     measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
     layers: list[int] | None = Field(None, max_length=256, description="default 1..16")
@@ -396,8 +397,8 @@ class SpaceKindInfo(BaseModel):
 class SpecCheck(Strict):
     """Is `spec` a valid architecture, and a member of `space`?"""
 
-    space: dict[str, Any] = Field(default_factory=dict, description="kind and settings")
-    spec: dict[str, Any]
+    space: JsonObject = Field(default_factory=dict, description="kind and settings")
+    spec: JsonObject
 
 
 class SpecChecked(BaseModel):
