@@ -45,6 +45,7 @@ import httpx  # noqa: E402
 
 from agent.cli import stop_on_signals  # noqa: E402
 from agent.client import AgentClient  # noqa: E402
+from agent.guard import Guard  # noqa: E402
 from agent.measure import CancelFlag, MeasurementCancelled  # noqa: E402
 from agent.worker import Worker  # noqa: E402
 from archvocab.registry import parse_spec  # noqa: E402
@@ -257,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             max_jobs=args.max_jobs,
             exit_when_idle=args.exit_when_idle,
             measure=device,
+            # The replayed device's memory is not this machine's: no free-memory check.
+            guard=Guard(check_device=False),
         )
 
         # As `hwnas agent`: SIGTERM/SIGINT once finishes the current job, twice aborts it.
