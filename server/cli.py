@@ -23,6 +23,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = Settings(
         database_url=Settings.database_url_from(args.db),
         lease_seconds=args.lease_seconds,
+        max_request_bytes=int(args.max_request_mb * 2**20),
         auth=not args.no_auth,
         private_reads=args.private_reads,
     )
