@@ -18,7 +18,7 @@ from search.hypervolume import Normaliser
 from search.lts import PENDING, Candidate, LTSEngine
 from search.nsga2 import NSGA2Engine
 from search.steady import SteadyStateEngine
-from server.db import CandidateRow, SearchRow
+from server.db import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 from server.quality import normaliser
 
 # strategy name (SearchCreate.strategy) -> engine class
@@ -103,16 +103,31 @@ class EngineCache:
     @staticmethod
     def _restore(session: Session, search: SearchRow) -> Engine:
         request = SearchCreate.model_validate(search.request)
-        rows = session.scalars(
-            select(CandidateRow)
+        # Columns, not rows: a measurement's raw samples are most of its size and the replay
+        # needs none of them (restores happen on every result a process did not see).
+        rows = session.execute(
+            select(
+                ArchitectureRow.spec,
+                CandidateRow.generation,
+                CandidateRow.status,
+                MeasurementRow.latency_ms,
+                MeasurementRow.peak_memory_mb,
+                MeasurementRow.result["proxies"],
+            )
+            .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
+            .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
             .where(CandidateRow.search_id == search.id)
             .order_by(CandidateRow.id)
-        ).unique()
+        )
         history = []
-        for row in rows:
-            spec = parse_spec(row.architecture.spec)
-            done = row.status in ("measured", "failed")
-            history.append((spec, row.generation, measured_values(row) if done else PENDING))
+        for spec, generation, status, latency, memory, proxies in rows:
+            if status not in ("measured", "failed"):
+                values = PENDING
+            elif status == "failed" or latency is None:
+                values = None
+            else:
+                values = {**(proxies or {}), "latency_ms": latency, "memory_mb": memory}
+            history.append((parse_spec(spec), generation, values))
         return ENGINES[request.strategy].restore(
             parse_space(request.space),
             history=history,
