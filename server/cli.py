@@ -45,6 +45,10 @@ def serve(args: argparse.Namespace) -> int:
         "log_config": None,
         "log_level": args.log_level,
         "access_log": False,
+        # Longer than clients' keep-alive (httpx: 5 s), so the client always closes an idle
+        # connection first; equal timeouts race, and a request sent as the server closes
+        # fails before the app sees it (bench/load.py --keepalive-s 5 showed it).
+        "timeout_keep_alive": 75,
     }
     if args.workers == 1:
         uvicorn.run(create_app(settings), **common)

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from search.lts import Candidate
@@ -87,17 +89,23 @@ def enqueue(
     A proposal the cache already has a measurement for is stored as measured (reused) instead
     of queued; returns those rows with their objective values, for the engine to be told.
     """
-    for candidate in batch:
-        if session.get(ArchitectureRow, candidate.arch_id) is None:
-            proxies = candidate.proxies  # scored by the engine when it admitted the candidate
-            session.add(
-                ArchitectureRow(
-                    arch_id=candidate.arch_id,
-                    spec=candidate.spec.to_dict(),
-                    decoder_params=int(proxies["decoder_params"]),
-                    total_params=int(proxies["total_params"]),
-                )
-            )
+    rows = [
+        {
+            "arch_id": c.arch_id,
+            "spec": c.spec.to_dict(),
+            # scored by the engine when it admitted the candidate
+            "decoder_params": int(c.proxies["decoder_params"]),
+            "total_params": int(c.proxies["total_params"]),
+        }
+        for c in batch
+    ]
+    if rows:
+        # Architectures are shared by searches, which other server processes may be extending
+        # at this moment: whoever inserts one first wins, the others find it there.
+        insert = (pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert)(
+            ArchitectureRow
+        )
+        session.execute(insert.values(rows).on_conflict_do_nothing(index_elements=["arch_id"]))
     session.flush()
     cached = find_cached(session, search, [c.arch_id for c in batch])
     rows = new_candidate_rows(search.id, batch)

@@ -1,0 +1,182 @@
+"""bench/load.py: its checks catch what they are for (fabricated answers and logs), and a
+small real run (50 agents against a real server on SQLite, and on PostgreSQL with 1 and 4
+server processes) has no failed request, a clean server log and every result counted
+exactly once, with latencies reported. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench import load
+
+SMALL = load.Load(
+    agents=50, duration_s=8, searches=2, budget=400, think_s=0.5, idle_s=0.5, timeout_s=30
+)
+SCENARIOS = [("sqlite", 1), ("postgresql", 1), ("postgresql", 4)]
+
+
+# -- the checks, on fabricated answers ----------------------------------------------------------
+def api(candidates: list[dict], jobs_done: dict[str, int]) -> httpx.Client:
+    """A client whose server answers the two reads `verify` makes."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/agents":
+            agents = [{"agent_id": a, "jobs_done": n} for a, n in jobs_done.items()]
+            return httpx.Response(200, json=agents)
+        assert request.url.path == "/api/v1/searches/1/candidates"
+        return httpx.Response(200, json=candidates)
+
+    return httpx.Client(base_url="http://load.test", transport=httpx.MockTransport(answer))
+
+
+def measured(arch: str, agent: str, measurement_id: int) -> dict:
+    m = {"agent_id": agent, "measurement_id": measurement_id}
+    return {"arch_id": arch, "status": "measured", "reused": False, "measurement": m}
+
+
+def accepted(*rows: tuple[str, str]) -> load.Seen:
+    return load.Seen(accepted=[(1, arch, i, agent, False) for i, (arch, agent) in enumerate(rows)])
+
+
+def test_verify_accepts_a_consistent_run() -> None:
+    candidates = [measured("a", "x", 1), measured("b", "y", 2)]
+    queued = {"arch_id": "c", "status": "queued", "reused": False, "measurement": None}
+    with api([*candidates, queued], {"x": 1, "y": 1}) as http:
+        checks = load.verify(http, [1], accepted(("a", "x"), ("b", "y")))
+    assert checks["ok"], checks
+    assert checks["accepted"] == checks["measured"] == checks["jobs_done"] == 2
+
+
+@pytest.mark.parametrize(
+    ("candidates", "jobs_done", "seen", "violated"),
+    [
+        # accepted twice (as new, not as a duplicate)
+        ([measured("a", "x", 1)], {"x": 1}, accepted(("a", "x"), ("a", "x")), "accepted_twice"),
+        # accepted, but the candidate carries another agent's measurement
+        ([measured("a", "y", 1)], {"x": 1, "y": 0}, accepted(("a", "x")), "lost"),
+        # measured, but no agent was told its result was accepted
+        (
+            [measured("a", "x", 1), measured("b", "x", 2)],
+            {"x": 2},
+            accepted(("a", "x")),
+            "unaccounted",
+        ),
+        # the agent's jobs_done disagrees with what it was told
+        ([measured("a", "x", 1)], {"x": 2}, accepted(("a", "x")), "agents_mismatched"),
+        # one measurement serving two candidates
+        (
+            [measured("a", "x", 1), measured("b", "x", 1)],
+            {"x": 2},
+            accepted(("a", "x"), ("b", "x")),
+            "measurement_ids_repeated",
+        ),
+    ],
+)
+def test_verify_catches(
+    candidates: list[dict], jobs_done: dict[str, int], seen: load.Seen, violated: str
+) -> None:
+    with api(candidates, jobs_done) as http:
+        checks = load.verify(http, [1], seen)
+    assert checks[violated] > 0
+    assert not checks["ok"]
+
+
+def test_a_job_left_running_is_a_violation() -> None:
+    running = {"arch_id": "a", "status": "running", "reused": False, "measurement": None}
+    with api([running], {"x": 0}) as http:
+        checks = load.verify(http, [1], load.Seen())
+    assert checks["left_running"] == 1 and not checks["ok"]
+
+
+def request(route: str, status: int) -> dict:
+    """The server's JSON request-log line for a POST to `route` answered `status`."""
+    fields = {"method": "POST", "route": route, "status": status, "duration_ms": 3.0}
+    return {"level": "info", "event": "http.request", **fields}
+
+
+def test_scan_log_finds_locks_deadlocks_5xx_and_tracebacks(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    entries = [
+        request("/api/v1/agents/{agent_id}/claim", 200),
+        request("/api/v1/jobs/{job_id}/result", 500),
+        {
+            "level": "error",
+            "message": "Exception in ASGI application",
+            "exc_info": "Traceback (most recent call last):\n"
+            "sqlite3.OperationalError: database is locked",
+        },
+        {"level": "info", "event": "lease.expired", "requeued": 1},
+    ]
+    lines = [json.dumps(e) for e in entries]
+    lines.append("psycopg.errors.DeadlockDetected: deadlock detected")
+    log.write_text("\n".join(lines) + "\n")
+    found = load.scan_log(log)
+    assert found["patterns"]["database is locked"] == 1
+    assert found["patterns"]["OperationalError"] == 1
+    assert found["patterns"]["deadlock"] == 1
+    assert found["patterns"]["traceback"] == 1
+    assert found["http_5xx"] == 1 and found["error_lines"] == 1
+    assert found["events"] == {"lease.expired": 1}
+    assert found["server_ms"]["claim"]["n"] == found["server_ms"]["result"]["n"] == 1
+    assert len(found["excerpt"]) == 3
+
+
+def test_percentiles_interpolate_between_ranks() -> None:
+    stats = load.latency_stats([float(v) for v in range(1, 101)])
+    assert stats["n"] == 100 and stats["max"] == 100
+    assert stats["p50"] == 50.5 and stats["p99"] == pytest.approx(99.01)
+
+
+# -- a small real run -------------------------------------------------------------------------
+@pytest.fixture(scope="module", params=SCENARIOS, ids=[f"{s}-w{w}" for s, w in SCENARIOS])
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    store, workers = request.param
+    cluster = request.getfixturevalue("postgres_cluster") if store == "postgresql" else None
+    workdir = tmp_path_factory.mktemp(f"load-{store}-{workers}")
+    return load.run_scenario(SMALL, store, workers, workdir, cluster)
+
+
+@pytest.mark.slow
+def test_no_request_fails(run: dict) -> None:
+    assert run["failed_requests"] == 0, run["failure_examples"]
+    requests = run["requests"]
+    assert requests["register"]["statuses"] == {"201": SMALL.agents}
+    assert set(requests["claim"]["statuses"]) <= {"200", "204"}
+    assert requests["claim"]["statuses"]["200"] > 0
+    assert set(requests["result"]["statuses"]) == {"200"}
+
+
+@pytest.mark.slow
+def test_the_server_log_is_clean(run: dict) -> None:
+    log = run["server_log"]
+    assert log["patterns"]["database is locked"] == 0, log["excerpt"]
+    assert not any(log["patterns"].values()), log["excerpt"]
+    assert log["error_lines"] == log["http_5xx"] == 0, log["excerpt"]
+    assert log["events"]["job.result"] == run["exactly_once"]["accepted"]
+
+
+@pytest.mark.slow
+def test_every_result_is_counted_exactly_once(run: dict) -> None:
+    once = run["exactly_once"]
+    assert once["ok"], once
+    assert once["accepted"] == once["measured"] == once["jobs_done"] > 0
+    assert once["left_running"] == 0
+
+
+@pytest.mark.slow
+def test_latencies_are_reported(run: dict) -> None:
+    assert run["results_per_s"] > 0
+    for kind in ("claim", "result"):
+        for side in (run["requests"][kind]["ms"], run["server_log"]["server_ms"][kind]):
+            figures = [side[k] for k in ("p50", "p90", "p99", "max")]
+            assert side["n"] > 0
+            assert all(math.isfinite(v) and v >= 0 for v in figures)
+            assert figures == sorted(figures)
+    assert run["cpu"]["server_s"] > 0 and run["cpu"]["generators_s"] > 0
+    if run["store"] == "postgresql":
+        assert run["cpu"]["postgres_s"] > 0
