@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from agent.cli import stop_on_signals  # noqa: E402
+from agent.cli import AGENT_TOKEN_ENV, stop_on_signals  # noqa: E402
 from agent.client import AgentClient  # noqa: E402
 from agent.guard import Guard  # noqa: E402
 from agent.measure import CancelFlag, MeasurementCancelled  # noqa: E402
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     with httpx.Client(base_url=args.server.rstrip("/"), timeout=HTTP_TIMEOUT_S) as http:
         worker = Worker(
-            AgentClient(http, args.token or os.environ.get("HWNAS_AGENT_TOKEN") or None),
+            AgentClient(http, args.token or os.environ.get(AGENT_TOKEN_ENV) or None),
             registration,
             poll_interval=args.poll_interval,
             max_jobs=args.max_jobs,

@@ -137,8 +137,8 @@ def require(caller: Caller | None, kind: Literal["user", "agent"], action: str) 
     """The caller if it holds a token of `kind`; 401 without a credential, 403 with another."""
     if caller is None:
         raise Unauthenticated(
-            f"{action} needs a{'n agent enrollment' if kind == 'agent' else ' user'} token: send "
-            f"'Authorization: Bearer <token>'; {HOW_TO_CREATE[kind]}"
+            f"{action} needs {_described(kind)}: send 'Authorization: Bearer <token>'; "
+            f"{HOW_TO_CREATE[kind]}"
         )
     if caller.kind in ("open", kind):
         return caller
