@@ -71,6 +71,30 @@ HWNAS_INITIAL = 32
 DEFAULT_BASELINE_LAYERS = tuple(range(1, 17))  # LTS: homogeneous layers in [1, 16]
 
 
+class NoiseSettings(Strict):
+    """How a search deals with measurement noise (docs/reproducibility.md).
+
+    Every latency and memory value gets an interval meant to contain a later re-measurement of
+    the same architecture, in a fresh process on the same device class, with probability
+    `confidence`; its width comes from the device class's noise, learned from the agents'
+    repeated readings of a reference architecture (every `reference_every_jobs` jobs or
+    `reference_every_s` seconds). A result taken while the machine looked busy is measured
+    again up to `busy_retries` times, and a busy result never enters the frontier.
+    """
+
+    confidence: float = Field(0.95, ge=0.5, le=0.999, description="of every stated interval")
+    busy_retries: int = Field(2, ge=0, le=5)
+    reference_every_jobs: int = Field(10, ge=1, le=10000)
+    reference_every_s: float = Field(300.0, ge=5, le=86400)
+    remeasure_share: float = Field(
+        0.1,
+        ge=0,
+        le=0.5,
+        description="share of the budget spent re-measuring frontier points that cannot be "
+        "told apart",
+    )
+
+
 class HypervolumeSettings(Strict):
     """Where the search's hypervolume puts 0 (`ideal`) and 1 (`reference`) per objective.
 
@@ -120,6 +144,7 @@ class SearchCreate(Strict):
         f"initial is its random initial design (default {HWNAS_INITIAL})",
     )
     hypervolume: HypervolumeSettings = Field(default_factory=HypervolumeSettings)
+    noise: NoiseSettings = Field(default_factory=NoiseSettings)
     seed: int = Field(0, ge=0, le=2**63 - 1)
 
     @field_validator("space")

@@ -59,6 +59,12 @@ class MeasurementSettings(Strict):
 
     runtime: Runtime = Field("torch", description="torch (eager PyTorch) or onnxruntime (CPU)")
     device: Literal["cpu", "cuda"] = "cpu"
+    output: Literal["last", "all"] = Field(
+        "last",
+        description="what the timed forward returns for a space whose output is a vocabulary "
+        "distribution: last = the next-token logits of the last position (what generation and "
+        "serving run); all = scores at every position (LTS's training-style forward)",
+    )
     batch_size: int = Field(1, ge=1, le=256)
     seq_len: int = Field(64, ge=1, le=8192)
     threads: int = Field(1, ge=1, le=256)
@@ -169,6 +175,26 @@ class Provenance(Strict):
     busy_reasons: list[str] = Field(default_factory=list, max_length=20)
 
 
+class ReferenceReading(Strict):
+    """One measurement of the search's reference architecture on the agent that measured a
+    result: the nearest one before it (the agent re-measures the reference at intervals).
+    The server learns each device class's noise and drift from these readings."""
+
+    arch_id: str = Field(max_length=64)
+    latency_ms: float = Field(ge=0)
+    peak_memory_mb: float = Field(ge=0)
+    measured_at: datetime = Field(description="when the reference measurement ended (UTC)")
+    busy: bool = False
+
+
+class BusyAttempt(Strict):
+    """A measurement the agent threw away because the machine looked busy, and measured again."""
+
+    latency_ms: float = Field(ge=0)
+    peak_memory_mb: float = Field(ge=0)
+    busy_reasons: list[str] = Field(default_factory=list, max_length=20)
+
+
 class MeasurementResult(Strict):
     """What an agent reports for a candidate it measured."""
 
@@ -187,6 +213,14 @@ class MeasurementResult(Strict):
         None, max_length=200, description="ProxyInputSettings.key() of the proxies' minibatch"
     )
     details: JsonObject = Field(default_factory=dict)
+    reference: ReferenceReading | None = Field(
+        None, description="the nearest earlier reading of the search's reference architecture"
+    )
+    busy_attempts: list[BusyAttempt] = Field(
+        default_factory=list,
+        max_length=10,
+        description="earlier attempts at this job that were flagged busy and measured again",
+    )
 
 
 # -- data-dependent proxies ------------------------------------------------------------------
@@ -266,6 +300,17 @@ class AgentView(BaseModel):
     online: bool = Field(False, description="seen within the server's lease period")
 
 
+class ReferenceJob(BaseModel):
+    """The search's reference architecture, which the agent re-measures (with the job's
+    settings, in a fresh process) before a job when its last reading is older than `every_s`
+    seconds or `every_jobs` jobs; the reading goes out with the result (`ReferenceReading`)."""
+
+    arch_id: str
+    spec: dict[str, Any]
+    every_jobs: int = Field(ge=1)
+    every_s: float = Field(gt=0)
+
+
 class JobLease(BaseModel):
     """A claimed job: build `spec`, measure it with `settings`, report before expiry."""
 
@@ -279,6 +324,12 @@ class JobLease(BaseModel):
     settings: MeasurementSettings
     proxies: ProxyRequest | None = Field(
         None, description="low-cost proxies to compute too (in a process of their own)"
+    )
+    reference: ReferenceJob | None = Field(
+        None, description="the reference architecture to keep re-measuring (drift and noise)"
+    )
+    busy_retries: int = Field(
+        0, ge=0, description="measure again, up to this many times, while the result is busy"
     )
 
 
@@ -329,6 +380,7 @@ _SEARCH_SCHEMAS = frozenset(
         "HypervolumeSettings",
         "HypervolumeTrace",
         "ModelError",
+        "NoiseSettings",
         "ObjectiveBest",
         "Population",
         "Progress",

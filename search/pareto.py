@@ -154,3 +154,57 @@ def _dominated_by(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDA
         le &= others[None, :, j] <= rows[:, None, j]
         lt |= others[None, :, j] < rows[:, None, j]
     return (le & lt).any(axis=1)
+
+
+def _dominated_by_any(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """`_dominated_by` over any number of rows, a block at a time (bounded temporaries)."""
+    out = np.zeros(len(rows), dtype=bool)
+    for start in range(0, len(rows), _BLOCK):
+        block = rows[start : start + _BLOCK]
+        for f in range(0, len(others), _FRONT_BLOCK):
+            out[start : start + len(block)] |= _dominated_by(block, others[f : f + _FRONT_BLOCK])
+    return out
+
+
+def front_beyond_noise(
+    nominal: ArrayLike, low: ArrayLike, high: ArrayLike
+) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+    """The frontier when values are known only to within intervals (all minimised).
+
+    A point is off it only when dominated beyond the uncertainty: some other point's worst
+    case (`high`) dominates this point's best case (`low`). Returns (mask, group): `group[i]`
+    is the index of the nominal frontier point that point i cannot be told apart from (itself
+    for a nominal frontier point; for a point kept only by the uncertainty, the first nominal
+    frontier point that nominally dominates it); -1 off the frontier.
+
+    The worst cases' own frontier suffices as dominators: whatever dominates a best case is
+    dominated (or equalled) by a worst case on that frontier.
+    """
+    values, lo, hi = (np.asarray(a, dtype=float) for a in (nominal, low, high))
+    if not (values.shape == lo.shape == hi.shape) or values.ndim != 2:
+        raise ValueError(
+            f"nominal, low and high must be (n, k) arrays of one shape, got "
+            f"{values.shape}, {lo.shape}, {hi.shape}"
+        )
+    if np.any(lo > values) or np.any(hi < values):
+        raise ValueError("every interval must contain its nominal value (low <= nominal <= high)")
+    n = len(values)
+    group = np.full(n, -1, dtype=np.intp)
+    if n == 0:
+        return np.zeros(0, dtype=bool), group
+    plain = non_dominated_mask(values)
+    worst_front = hi[non_dominated_mask(hi)]
+    # Nothing dominates a nominal frontier point beyond the noise (a worst case that did
+    # would dominate it nominally too), and no point's own worst case strictly dominates its
+    # best case.
+    mask = ~_dominated_by_any(lo, worst_front)
+    front_idx = np.flatnonzero(plain)
+    group[front_idx] = front_idx
+    kept_by_noise = np.flatnonzero(mask & ~plain)
+    if len(kept_by_noise):
+        front = values[front_idx]
+        for i in kept_by_noise:
+            le = np.all(front <= values[i], axis=1)
+            lt = np.any(front < values[i], axis=1)
+            group[i] = front_idx[np.flatnonzero(le & lt)[0]]
+    return mask, group

@@ -1,0 +1,118 @@
+"""How far a measured value may move when measured again: a device class's noise model.
+
+A measurement's own samples say how well one process knew its median; they say nothing of
+what a new process, later, will read (clocks, allocator layout, thermal state and whatever
+else runs on the machine differ between processes and over minutes). The spread that matters
+is learned from *repeated* measurements of the same architecture in separate processes: the
+agents' periodic readings of a reference architecture, and any candidate measured more than
+once. Values are modelled on the log scale (noise is relative: a 2 ms model and a 200 ms
+model both move by a few percent), with a pooled within-architecture variance shrunk towards
+a prior per device while evidence is scarce.
+
+The stated interval is a prediction interval for one later re-measurement: if a value is the
+mean (on the log scale) of `k` measurements and a re-measurement has the same spread, their
+log-ratio has variance sigma^2 (1 + 1/k); its quantile is Student's t with the estimate's
+degrees of freedom, so an interval from few readings is honestly wider.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scipy.stats import t as student_t
+
+METRICS = ("latency_ms", "memory_mb")
+
+# Relative (log-scale) spread between fresh processes before any reading, per device. From
+# this project's re-measurements (docs/benchmarks.md, bench/reproducibility.py): CPU latency
+# 5-10% between runs, H100 batch-1 latency 8-20% CV, memory within a few percent.
+PRIOR_SIGMA: dict[str, dict[str, float]] = {
+    "cpu": {"latency_ms": 0.08, "memory_mb": 0.03},
+    "cuda": {"latency_ms": 0.15, "memory_mb": 0.03},
+}
+# The prior counts as this many degrees of freedom of evidence: weak, so that a dozen
+# reference readings mostly replace it.
+PRIOR_DOF = 4
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """Per metric: the log-scale standard deviation between fresh-process measurements, and
+    the degrees of freedom it rests on (the prior's included)."""
+
+    sigma: Mapping[str, float]
+    dof: Mapping[str, float]
+    readings: Mapping[str, int] = field(default_factory=dict)  # repeated values it learned from
+
+    def half_width(self, metric: str, confidence: float, repeats: int = 1) -> float:
+        """Log-scale half-width of the `confidence` prediction interval of a re-measurement
+        around a value that is the geometric mean of `repeats` measurements."""
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        if repeats < 1:
+            raise ValueError(f"repeats must be >= 1, got {repeats}")
+        quantile = float(student_t.ppf(0.5 + confidence / 2, self.dof[metric]))
+        return quantile * self.sigma[metric] * math.sqrt(1.0 + 1.0 / repeats)
+
+    def interval(
+        self, metric: str, value: float, confidence: float, repeats: int = 1
+    ) -> tuple[float, float]:
+        """(low, high) meant to contain a later fresh-process re-measurement of `value`."""
+        half = self.half_width(metric, confidence, repeats)
+        return value * math.exp(-half), value * math.exp(half)
+
+
+def prior(device: str) -> NoiseModel:
+    sigma = PRIOR_SIGMA.get(device, PRIOR_SIGMA["cpu"])
+    return NoiseModel(sigma=dict(sigma), dof={m: float(PRIOR_DOF) for m in sigma})
+
+
+def pooled_log_variance(groups: Iterable[Sequence[float]]) -> tuple[float, int, int]:
+    """(variance, degrees of freedom, values used) of log values pooled within groups.
+
+    Each group holds repeated measurements of one architecture; a group of one says nothing
+    about spread and is skipped, as are non-positive values (no logarithm)."""
+    squares, dof, used = 0.0, 0, 0
+    for group in groups:
+        logs = [math.log(v) for v in group if v > 0]
+        if len(logs) < 2:
+            continue
+        mean = sum(logs) / len(logs)
+        squares += sum((x - mean) ** 2 for x in logs)
+        dof += len(logs) - 1
+        used += len(logs)
+    return (squares / dof if dof else 0.0), dof, used
+
+
+def fit(
+    groups: Mapping[str, Iterable[Sequence[float]]],
+    device: str = "cpu",
+    prior_dof: int = PRIOR_DOF,
+) -> NoiseModel:
+    """The noise model of one device class from repeated measurements, by metric.
+
+    `groups[metric]` is a list of groups, each the values of one architecture measured in
+    separate processes. The estimate is the pooled variance shrunk towards the device's
+    prior: (prior_dof * prior^2 + dof * pooled) / (prior_dof + dof).
+    """
+    base = prior(device)
+    sigma, dofs, readings = dict(base.sigma), dict(base.dof), {}
+    for metric in METRICS:
+        variance, dof, used = pooled_log_variance(groups.get(metric, ()))
+        readings[metric] = used
+        if dof == 0:
+            continue
+        shrunk = (prior_dof * base.sigma[metric] ** 2 + dof * variance) / (prior_dof + dof)
+        sigma[metric] = math.sqrt(shrunk)
+        dofs[metric] = float(prior_dof + dof)
+    return NoiseModel(sigma=sigma, dof=dofs, readings=readings)
+
+
+def drift_factor(reading: float | None, level: float | None) -> float:
+    """What a value measured next to a reference `reading` is multiplied by to put it at the
+    reference's `level` (the median of all its readings): 1 when either is unknown."""
+    if not reading or not level or reading <= 0 or level <= 0:
+        return 1.0
+    return level / reading

@@ -1,0 +1,104 @@
+"""The noise model (search.noise) and the frontier beyond noise (search.pareto)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from search.noise import PRIOR_DOF, drift_factor, fit, pooled_log_variance, prior
+from search.pareto import front_beyond_noise, non_dominated_mask
+
+
+def test_pooled_variance_ignores_singletons_and_pools_within_groups() -> None:
+    variance, dof, used = pooled_log_variance([[1.0, math.e], [5.0], [2.0, 2.0, 2.0]])
+    # group 1: logs 0 and 1, squares 0.5, dof 1; group 3: squares 0, dof 2
+    assert dof == 3 and used == 5
+    assert variance == pytest.approx(0.5 / 3)
+
+
+def test_fit_without_repeats_is_the_prior() -> None:
+    model = fit({"latency_ms": [[3.0], [4.0]]}, device="cuda")
+    assert model.sigma == prior("cuda").sigma
+    assert model.readings["latency_ms"] == 0
+
+
+def test_fit_moves_from_the_prior_towards_the_evidence() -> None:
+    rng = random.Random(1)
+    true_sigma = 0.02
+    groups = [[10.0 * math.exp(rng.gauss(0, true_sigma)) for _ in range(5)] for _ in range(40)]
+    model = fit({"latency_ms": groups, "memory_mb": groups})
+    assert model.dof["latency_ms"] == PRIOR_DOF + 40 * 4
+    # 160 degrees of freedom of evidence against 4 of prior: close to the truth, not the prior
+    assert model.sigma["latency_ms"] == pytest.approx(true_sigma, rel=0.35)
+    assert model.sigma["latency_ms"] < prior("cpu").sigma["latency_ms"] / 2
+
+
+def test_prediction_intervals_cover_re_measurements_at_their_rate() -> None:
+    """Simulated devices: a value and its re-measurement each drawn with log-normal noise;
+    the stated 95% interval around the first must contain the second about 95% of the time."""
+    rng = random.Random(7)
+    sigma = 0.06
+    reference = [[math.exp(rng.gauss(0, sigma)) for _ in range(12)]]
+    model = fit({"latency_ms": reference})
+    trials, inside = 4000, 0
+    for _ in range(trials):
+        true = rng.uniform(1, 100)
+        first, again = (true * math.exp(rng.gauss(0, sigma)) for _ in range(2))
+        low, high = model.interval("latency_ms", first, 0.95)
+        inside += low <= again <= high
+    assert 0.92 <= inside / trials <= 0.99
+
+
+def test_more_repeats_and_lower_confidence_narrow_the_interval() -> None:
+    model = prior("cpu")
+    one = model.half_width("latency_ms", 0.95, 1)
+    assert model.half_width("latency_ms", 0.95, 4) < one
+    assert model.half_width("latency_ms", 0.8, 1) < one
+    with pytest.raises(ValueError, match="confidence"):
+        model.half_width("latency_ms", 1.0)
+
+
+def test_drift_factor() -> None:
+    assert drift_factor(2.0, 1.0) == 0.5
+    assert drift_factor(None, 1.0) == 1.0
+    assert drift_factor(0.0, 1.0) == 1.0
+
+
+def test_front_beyond_noise_keeps_what_the_noise_cannot_separate() -> None:
+    # (params negated, latency): B is nominally dominated by A, but only by 1%
+    nominal = np.array([[-10.0, 1.00], [-10.0, 1.01], [-5.0, 3.0], [-10.0, 2.0]])
+    rel = np.array([[0, 0.05]] * 4)
+    low, high = nominal * (1 - rel), nominal * (1 + rel)
+    low[:, 0] = high[:, 0] = nominal[:, 0]  # the parameter count is exact
+    mask, group = front_beyond_noise(nominal, low, high)
+    assert list(non_dominated_mask(nominal)) == [True, False, False, False]
+    # B cannot be told from A; C (fewer params, slower) and D (2x slower) are beyond the noise
+    assert list(mask) == [True, True, False, False]
+    assert list(group) == [0, 0, -1, -1]
+
+
+def test_front_beyond_noise_is_the_plain_front_without_noise() -> None:
+    rng = np.random.default_rng(3)
+    points = rng.random((300, 3))
+    mask, group = front_beyond_noise(points, points, points)
+    plain = non_dominated_mask(points)
+    assert (mask == plain).all()
+    assert (group[plain] == np.flatnonzero(plain)).all()
+
+
+def test_front_beyond_noise_grows_with_the_intervals() -> None:
+    rng = np.random.default_rng(4)
+    points = rng.random((400, 3)) + 1
+    sizes = [
+        front_beyond_noise(points, points * (1 - w), points * (1 + w))[0].sum()
+        for w in (0.0, 0.02, 0.1)
+    ]
+    assert sizes[0] < sizes[1] < sizes[2]
+
+
+def test_front_beyond_noise_rejects_intervals_missing_their_value() -> None:
+    with pytest.raises(ValueError, match="contain"):
+        front_beyond_noise([[1.0, 1.0]], [[1.1, 1.0]], [[1.2, 1.0]])
