@@ -6,6 +6,10 @@ means the server forgot us, so we register again). While a child measures, a bac
 thread renews the lease; a 409 there kills the child and drops the job. `stop()` (wired to
 SIGTERM/SIGINT by the CLI) lets the current job finish and be reported, then exits;
 `abort()` kills the current measurement too.
+
+Inside a job's lease (under its heartbeats) the agent may also measure the search's reference
+architecture first, and measure the job again while its result is flagged busy
+(`agent.reference`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import httpx
 
@@ -21,6 +26,7 @@ from agent.client import AgentClient, AgentUnknown, ApiError, BadLease
 from agent.guard import Guard
 from agent.lease import Backoff, Heartbeats
 from agent.measure import CancelFlag, MeasurementCancelled, measure_candidate
+from agent.reference import ReferenceReadings, measure_until_quiet
 from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
@@ -29,6 +35,8 @@ from archvocab.wire import (
     JobResult,
     LeaseRef,
     MeasurementResult,
+    MeasurementSettings,
+    ReferenceJob,
 )
 
 logger = logging.getLogger(__name__)
@@ -46,6 +54,8 @@ COUNTERS = (
     "heartbeats",
     "connection_errors",
     "api_errors",
+    "busy_retries",
+    "reference_measurements",
 )
 
 
@@ -57,7 +67,8 @@ class Worker:
     result: the job was dropped), jobs_abandoned (aborted, or unreportable before the lease
     ran out), jobs_refused (refused by the guard before anything was built: over this agent's
     limits or its device's free memory), heartbeats (accepted), connection_errors, api_errors
-    (unexpected statuses).
+    (unexpected statuses), busy_retries (measurements taken again because the one before
+    looked busy), reference_measurements (readings taken of a search's reference).
 
     `max_jobs` counts claimed jobs; `once` is max_jobs=1 and exit at the first "no work";
     `exit_when_idle` exits after that many seconds without a job, whether the server had no
@@ -65,6 +76,10 @@ class Worker:
 
     `guard` (`agent.guard.Guard`) checks every job in this process before `measure` runs: a
     spec that does not validate or that it refuses is reported without starting a process.
+
+    `references` keeps the reference readings (`agent.reference.ReferenceReadings`; pass one
+    with a fake clock in tests); `busy_pause_s` is the pause before a busy job is measured
+    again, so that a short burst of load can pass.
     """
 
     def __init__(
@@ -79,6 +94,8 @@ class Worker:
         backoff: Backoff | None = None,
         measure: MeasureFn = measure_candidate,
         guard: Guard | None = None,
+        references: ReferenceReadings | None = None,
+        busy_pause_s: float = 1.0,
     ) -> None:
         self.client = client
         self.registration = registration
@@ -89,6 +106,8 @@ class Worker:
         self.backoff = backoff or Backoff()
         self.measure = measure
         self.guard = guard or Guard()
+        self.references = references or ReferenceReadings()
+        self.busy_pause_s = busy_pause_s
         self.info: AgentInfo | None = None
         self._stop = threading.Event()
         self._cancel = threading.Event()  # kills the running measurement
@@ -229,15 +248,75 @@ class Worker:
         return max(0.05, min(interval, lease.lease_seconds / 2))
 
     def _measure(self, lease: JobLease, cancel: CancelFlag) -> MeasurementResult | Failure | None:
-        # Only jobs that ask for proxies pass them: a plain `measure` need not know of them.
-        extra = {"proxies": lease.proxies} if lease.proxies is not None else {}
+        """The job's outcome, with the reference reading and busy attempts; None if cancelled."""
+        reference = lease.reference
         try:
-            return self.measure(lease.spec, lease.settings, cancel=cancel, **extra)
+            if reference is not None and self.references.due(reference, lease.settings):
+                self._measure_reference(reference, lease.settings, cancel)
+            outcome = measure_until_quiet(
+                lambda: self._measure_job(lease, cancel),
+                lease.busy_retries,
+                cancel=cancel,
+                pause_s=self.busy_pause_s,
+                on_retry=lambda: self._on_busy_retry(lease),
+            )
         except MeasurementCancelled:
             return None
+        if reference is None:
+            return outcome
+        self.references.job_measured(reference, lease.settings)
+        reading = self.references.latest(reference, lease.settings)
+        if isinstance(outcome, MeasurementResult) and reading is not None:
+            outcome = outcome.model_copy(update={"reference": reading})
+        return outcome
+
+    def _measure_job(self, lease: JobLease, cancel: CancelFlag) -> MeasurementResult | Failure:
+        # Only jobs that ask for proxies pass them: a plain `measure` need not know of them.
+        extra = {"proxies": lease.proxies} if lease.proxies is not None else {}
+        return self._call_measure(lease.spec, lease.settings, cancel, **extra)
+
+    def _call_measure(
+        self,
+        spec: Mapping[str, Any],
+        settings: MeasurementSettings,
+        cancel: CancelFlag,
+        **extra: Any,
+    ) -> MeasurementResult | Failure:
+        try:
+            return self.measure(spec, settings, cancel=cancel, **extra)
+        except MeasurementCancelled:
+            raise
         except Exception as exc:  # a bug measuring one job must not end the agent
             logger.exception("measuring failed unexpectedly")
             return Failure(kind="error", message=f"{type(exc).__name__}: {exc}"[:4000])
+
+    def _on_busy_retry(self, lease: JobLease) -> None:
+        self._count("busy_retries")
+        logger.info("job %s: the machine looked busy; measuring again", lease.job_id)
+
+    def _measure_reference(
+        self, reference: ReferenceJob, settings: MeasurementSettings, cancel: CancelFlag
+    ) -> None:
+        """Take a new reading of the reference; on failure keep the last one and go on."""
+        outcome = self.guard.check(reference.spec, settings)
+        if outcome is None:
+            logger.info("measuring reference %s", reference.arch_id)
+            try:
+                outcome = self._call_measure(reference.spec, settings, cancel)
+            except MeasurementCancelled:
+                if cancel.is_set():
+                    raise  # aborted or lease lost: the job goes too
+                outcome = Failure(kind="error", message="the measurement was cancelled")
+        self.references.record(reference, settings, outcome)
+        if isinstance(outcome, Failure):
+            logger.warning(
+                "reference %s: %s: %s; keeping the last reading",
+                reference.arch_id,
+                outcome.kind,
+                outcome.message[:200],
+            )
+        else:
+            self._count("reference_measurements")
 
     def _report(
         self, job_id: int, lease_id: str, outcome: MeasurementResult | Failure, deadline: float

@@ -76,6 +76,8 @@ def test_measures_reports_and_exits_when_idle(
         "heartbeats": worker.heartbeats,
         "connection_errors": 0,
         "api_errors": 0,
+        "busy_retries": 0,
+        "reference_measurements": 0,
     }
     assert [r.device_class for r in state.registrations] == ["cpu-test"]
     measurement = state.results[good].measurement
