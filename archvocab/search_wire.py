@@ -345,6 +345,26 @@ class ModelError(BaseModel):
     recent_median_abs_pct: float = Field(description="the same over the latest 50")
 
 
+class NoiseSummary(BaseModel):
+    """What the search knows of its device class's measurement noise (search.noise)."""
+
+    confidence: float
+    sigma: dict[str, float] = Field(
+        description="per measured objective: the log-scale spread between fresh processes"
+    )
+    dof: dict[str, float] = Field(description="degrees of freedom of sigma, the prior's included")
+    reference_readings: int = Field(description="readings of the reference architecture so far")
+    reference_level: dict[str, float] | None = Field(
+        description="the median reference reading, what drift-corrected values are relative to"
+    )
+    interval_rel: dict[str, list[float]] = Field(
+        description="per measured objective: the interval of a single measurement relative "
+        "to its value, [low, high]"
+    )
+    busy_results: int = Field(description="results measured while the machine looked busy")
+    plain_frontier_size: int = Field(description="the frontier if the values were exact")
+
+
 class SearchInfo(BaseModel):
     id: int
     name: str | None
@@ -360,6 +380,7 @@ class SearchInfo(BaseModel):
         default_factory=list,
         description="strategy hwnas: the cost models' prediction error so far",
     )
+    noise: NoiseSummary | None = None
     request: SearchCreate
 
 
@@ -374,6 +395,24 @@ class CandidateInfo(BaseModel):
     reused: bool = Field(False, description="measurement reused from an earlier search")
     failure: Failure | None = None
     measurement: dict[str, Any] | None = None
+    intervals: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description="per measured objective, [low, high]: meant to contain a re-measurement "
+        "in a fresh process on the device class with probability noise.confidence",
+    )
+    corrected: dict[str, float] = Field(
+        default_factory=dict,
+        description="per measured objective, the value corrected for drift by the nearest "
+        "reference reading (to the median of the search's reference readings)",
+    )
+    frontier_group: str | None = Field(
+        None,
+        description="on the frontier: the arch id of the nominal frontier point it cannot be "
+        "told apart from (its own id for a nominal frontier point)",
+    )
+    busy: bool = Field(
+        False, description="measured while the machine looked busy: off the frontier"
+    )
 
 
 class ReportPoint(BaseModel):

@@ -381,6 +381,7 @@ _SEARCH_SCHEMAS = frozenset(
         "HypervolumeTrace",
         "ModelError",
         "NoiseSettings",
+        "NoiseSummary",
         "ObjectiveBest",
         "Population",
         "Progress",

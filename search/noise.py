@@ -18,10 +18,14 @@ degrees of freedom, so an interval from few readings is honestly wider.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from scipy.stats import t as student_t
+
+from archvocab.registry import SearchSpace
 
 METRICS = ("latency_ms", "memory_mb")
 
@@ -35,6 +39,16 @@ PRIOR_SIGMA: dict[str, dict[str, float]] = {
 # The prior counts as this many degrees of freedom of evidence: weak, so that a dozen
 # reference readings mostly replace it.
 PRIOR_DOF = 4
+
+
+# Seeds the draw of a space's reference architecture: the same space, the same reference.
+REFERENCE_SEED = 17
+
+
+def reference_architecture(space: SearchSpace) -> Any:
+    """The architecture every agent of a search re-measures at intervals: one fixed draw from
+    the space, so a typical member of it, the same for every search of that space."""
+    return space.sample(random.Random(REFERENCE_SEED))
 
 
 @dataclass(frozen=True)

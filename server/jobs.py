@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from archvocab.registry import parse_space
 from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
@@ -28,9 +29,11 @@ from archvocab.wire import (
     LeaseRef,
     LeaseStatus,
     ProxyRequest,
+    ReferenceJob,
     ResultReceipt,
     SearchCreate,
 )
+from search.noise import reference_architecture
 from server import quality
 from server.auth import Caller, digest, new_secret
 from server.cache import fingerprint_key, new_measurement
@@ -231,7 +234,15 @@ def _lease(
     search = session.get(SearchRow, row.search_id)
     request = SearchCreate.model_validate(search.request)
     names = request.agent_proxies
+    reference = reference_architecture(parse_space(request.space))
     return JobLease(
+        reference=ReferenceJob(
+            arch_id=reference.arch_id,
+            spec=reference.to_dict(),
+            every_jobs=request.noise.reference_every_jobs,
+            every_s=request.noise.reference_every_s,
+        ),
+        busy_retries=request.noise.busy_retries,
         proxies=ProxyRequest(names=names, inputs=request.proxy_inputs) if names else None,
         job_id=job_id,
         lease_id=lease_id,

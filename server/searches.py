@@ -136,14 +136,12 @@ def list_candidates(
     with store.read() as session:
         search = get_search(session, search_id)
         request = SearchCreate.model_validate(search.request)
-        front = {t.arch_id for t in store.results.get(session, search).frontier}
+        table = store.results.get(session, search)
         query = select(CandidateRow).where(CandidateRow.search_id == search_id)
         if status is not None:
             query = query.where(CandidateRow.status == status)
         query = query.order_by(CandidateRow.id).offset(offset).limit(limit)
-        return [
-            candidate_info(r, request, r.arch_id in front) for r in session.scalars(query).unique()
-        ]
+        return [candidate_info(r, request, table) for r in session.scalars(query).unique()]
 
 
 def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
@@ -151,12 +149,13 @@ def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
     with store.read() as session:
         search = get_search(session, search_id)
         request = SearchCreate.model_validate(search.request)
-        front = [t.arch_id for t in store.results.get(session, search).frontier]
+        table = store.results.get(session, search)
+        front = [t.arch_id for t in table.frontier]
         query = select(CandidateRow).where(
             CandidateRow.search_id == search_id, CandidateRow.arch_id.in_(front)
         )
         rows = sorted(session.scalars(query).unique(), key=lambda r: r.result_seq)
-        return [candidate_info(r, request, True) for r in rows]
+        return [candidate_info(r, request, table) for r in rows]
 
 
 def cancel_search(store: Store, search_id: int) -> SearchInfo:

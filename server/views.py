@@ -11,11 +11,13 @@ from archvocab.wire import (
     OBJECTIVE_SENSE,
     CandidateInfo,
     Failure,
+    NoiseSummary,
     ObjectiveBest,
     Progress,
     SearchCreate,
     SearchInfo,
 )
+from search.noise import METRICS
 from server.db import CandidateRow, MeasurementRow, SearchRow
 from server.frontier import is_feasible, objective_values
 from server.quality import latest_hypervolume, model_errors
@@ -36,21 +38,34 @@ def measurement_dict(m: MeasurementRow) -> dict[str, Any]:
     }
 
 
-def candidate_info(row: CandidateRow, request: SearchCreate, on_frontier: bool) -> CandidateInfo:
+def candidate_info(row: CandidateRow, request: SearchCreate, table: ResultTable) -> CandidateInfo:
+    """A candidate with its measurement, its intervals and its place on `table`'s frontier."""
     failure = None
     if row.status == "failed":
         failure = Failure(kind=row.failure_kind or "error", message=row.failure_message or "")
+    values = objective_values(row, request)
+    on_frontier = row.arch_id in table.uncertainty
+    noise = table.uncertainty.get(row.arch_id)
+    m = row.measurement
+    if noise is None and m is not None and row.status == "measured":
+        reference = m.result.get("reference")
+        reading = (reference["latency_ms"], reference["peak_memory_mb"]) if reference else None
+        noise = table.describe(values, reading)
     return CandidateInfo(
         arch_id=row.arch_id,
         generation=row.generation,
         status=row.status,
         spec=row.architecture.spec,
-        objectives=objective_values(row, request),
+        objectives=values,
         feasible=is_feasible(row, request),
         on_frontier=on_frontier,
         reused=bool(row.reused),
         failure=failure,
-        measurement=measurement_dict(row.measurement) if row.measurement else None,
+        measurement=measurement_dict(m) if m else None,
+        intervals={k: list(v) for k, v in noise.intervals.items()} if noise else {},
+        corrected=dict(noise.corrected) if noise else {},
+        frontier_group=noise.group if noise and on_frontier else None,
+        busy=bool(m.busy) if m else False,
     )
 
 
@@ -112,7 +127,25 @@ def search_info(search: SearchRow, census: Census, table: ResultTable) -> Search
         frontier_size=len(table.frontier),
         best=best_so_far(table, request),
         surrogate=model_errors(table.rows),
+        noise=noise_summary(table),
         request=request,
+    )
+
+
+def noise_summary(table: ResultTable) -> NoiseSummary | None:
+    noise = table.noise
+    if noise is None:
+        return None
+    level = table.reference_level()
+    return NoiseSummary(
+        confidence=table.confidence,
+        sigma=dict(noise.sigma),
+        dof=dict(noise.dof),
+        reference_readings=table.reference_readings(),
+        reference_level=dict(zip(METRICS, level)) if level else None,
+        interval_rel={m: list(noise.interval(m, 1.0, table.confidence)) for m in METRICS},
+        busy_results=sum(1 for t in table.rows if t.busy),
+        plain_frontier_size=table.plain_frontier,
     )
 
 
@@ -122,10 +155,16 @@ CSV_COLUMNS = (
     "decoder_params",
     "total_params",
     "latency_ms",
+    "latency_low_ms",
+    "latency_high_ms",
+    "latency_corrected_ms",
     "latency_p90_ms",
     "latency_ci_rel",
     "latency_samples",
     "peak_memory_mb",
+    "memory_low_mb",
+    "memory_high_mb",
+    "frontier_group",
     "memory_kind",
     "weights_mb",
     "runtime",
@@ -156,10 +195,14 @@ def frontier_csv(points: list[CandidateInfo]) -> str:
                 int(p.objectives["decoder_params"] or 0),
                 int(p.objectives["total_params"] or 0),
                 m.get("latency_ms"),
+                *p.intervals.get("latency_ms", (None, None)),
+                p.corrected.get("latency_ms"),
                 latency.get("p90_ms"),
                 latency.get("ci_rel"),
                 latency.get("samples"),
                 m.get("peak_memory_mb"),
+                *p.intervals.get("memory_mb", (None, None)),
+                p.frontier_group,
                 memory.get("primary"),
                 memory.get("weights_mb"),
                 provenance.get("runtime"),

@@ -90,13 +90,18 @@ def test_the_same_device_under_another_name_reuses(client):
     assert jobs == 0 and info["progress"]["reused"] == first_jobs
 
 
-def test_measurements_taken_on_a_busy_machine_are_flagged_and_not_reused(client):
+def test_busy_measurements_are_flagged_kept_off_the_frontier_and_not_reused(client):
     agent = register(client)
     created = client.post("/api/v1/searches", json=search_request()).json()
     play_agent(client, agent, busy=True)
-    pareto = client.get(f"/api/v1/searches/{created['id']}/pareto").json()
-    assert pareto and all(p["measurement"]["provenance"]["busy"] for p in pareto)
-    assert all(p["measurement"]["provenance"]["busy_reasons"] for p in pareto)
+    url = f"/api/v1/searches/{created['id']}"
+    measured = client.get(f"{url}/candidates", params={"status": "measured"}).json()
+    assert measured and all(p["busy"] and not p["on_frontier"] for p in measured)
+    assert all(p["measurement"]["provenance"]["busy_reasons"] for p in measured)
+    assert client.get(f"{url}/pareto").json() == []
+    info = client.get(url).json()
+    assert info["frontier_size"] == 0
+    assert info["noise"]["busy_results"] == len(measured)
     info, _, jobs = _run_search(client, agent)
     assert jobs > 0 and info["progress"]["reused"] == 0
 
