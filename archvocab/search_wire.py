@@ -86,13 +86,6 @@ class NoiseSettings(Strict):
     busy_retries: int = Field(2, ge=0, le=5)
     reference_every_jobs: int = Field(10, ge=1, le=10000)
     reference_every_s: float = Field(300.0, ge=5, le=86400)
-    remeasure_share: float = Field(
-        0.1,
-        ge=0,
-        le=0.5,
-        description="share of the budget spent re-measuring frontier points that cannot be "
-        "told apart",
-    )
 
 
 class HypervolumeSettings(Strict):

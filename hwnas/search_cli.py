@@ -123,10 +123,26 @@ def _status(client: Client, args: argparse.Namespace, out: Console, _err: Consol
     )
     hv = "-" if p.hypervolume is None else f"{p.hypervolume:.4f}"
     out.print(f"  frontier: {info.frontier_size} architectures; hypervolume {hv}")
+    if info.noise is not None:
+        out.print(f"  {_noise_line(info.noise)}", markup=False, soft_wrap=True)
     for best in info.best:
         line = f"  best {best.objective} ({best.sense}): {_number(best.value)}  {best.arch_id}"
         out.print(line, markup=False)
     return 0
+
+
+def _noise_line(noise: Any) -> str:
+    """How far values may move when measured again, and what that does to the frontier."""
+    widths = ", ".join(
+        f"{name} -{(1 - lo) * 100:.0f}%/+{(hi - 1) * 100:.0f}%"
+        for name, (lo, hi) in noise.interval_rel.items()
+    )
+    return (
+        f"noise: {noise.confidence:.0%} interval of a re-measurement: {widths} "
+        f"(from {noise.reference_readings} reference readings); busy results "
+        f"{noise.busy_results} (kept off the frontier); {noise.plain_frontier_size} on the "
+        f"frontier if values were exact"
+    )
 
 
 def _wait(client: Client, args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -172,12 +188,28 @@ def _pareto(client: Client, args: argparse.Namespace, out: Console, _err: Consol
         return 0
     objectives = list(points[0].objectives) if points else []
     shown = [o for o in objectives if o not in ("total_params",)]
-    table = Table("arch id", *shown, "spec", title=f"search {args.search_id}: Pareto frontier")
+    table = Table(
+        "arch id",
+        *shown,
+        "group",
+        "spec",
+        title=f"search {args.search_id}: Pareto frontier",
+        caption="[low, high]: where a re-measurement should fall; one group: cannot be told "
+        "apart (* its nominal frontier point)",
+    )
     for p in sorted(points, key=lambda p: p.objectives.get("latency_ms") or 0):
-        values = [_number(p.objectives.get(o)) for o in shown]
-        table.add_row(p.arch_id, *values, _spec_summary(p.spec))
+        values = [_with_interval(p.objectives.get(o), p.intervals.get(o)) for o in shown]
+        group = p.frontier_group or ""
+        mark = "*" if group == p.arch_id else ""
+        table.add_row(p.arch_id, *values, f"{group[:8]}{mark}", _spec_summary(p.spec))
     out.print(table)
     return 0
+
+
+def _with_interval(value: float | None, interval: list[float] | None) -> str:
+    if value is None or not interval:
+        return _number(value)
+    return f"{_number(value)} [{_number(interval[0])}, {_number(interval[1])}]"
 
 
 def _cancel(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import parse_spec
-from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
+from archvocab.wire import SearchCreate
 from proxies.registry import get_proxy
-from search.pareto import non_dominated_mask
 from server.db import CandidateRow
 
 
@@ -67,12 +64,3 @@ def feasibility(
     return (c.max_latency_ms is None or latency_ms <= c.max_latency_ms) and (
         c.max_memory_mb is None or memory_mb <= c.max_memory_mb
     )
-
-
-def non_dominated(objectives: list[str], values: list[list[float]]) -> list[bool]:
-    """Which rows of objective values (in `objectives` order, each in its own sense) no other
-    row dominates."""
-    if not values:
-        return []
-    signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
-    return list(non_dominated_mask(np.array(values, dtype=float) * signs))

@@ -81,8 +81,16 @@ def test_status_list_and_pareto_agree_with_the_rest_api(finished):
     assert [p["arch_id"] for p in pareto] == [p["arch_id"] for p in front]
     table = hwnas(url, "pareto", str(search_id))
     assert all(p["arch_id"] in table.stdout for p in front)
+    for point in front:  # each value with the interval a re-measurement should fall in
+        low, high = point["intervals"]["latency_ms"]
+        assert low < point["objectives"]["latency_ms"] < high
+        assert point["frontier_group"] in [p["arch_id"] for p in front]
+    assert "[" in table.stdout and "cannot be told apart" in table.stdout
     text = hwnas(url, "status", str(search_id), via_env=True)
     assert f"frontier: {len(front)} architectures" in text.stdout
+    readings = info["noise"]["reference_readings"]
+    assert readings >= 1  # the agent measured the search's reference architecture
+    assert f"from {readings} reference readings" in text.stdout
 
 
 def test_export_writes_a_loadable_module_and_the_spec(finished, tmp_path):
