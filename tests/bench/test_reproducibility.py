@@ -1,0 +1,147 @@
+"""bench/reproducibility.py: the --quick run end to end (a real server, agent and
+re-measurements) and its JSON's structure and ranges; no timings asserted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import reproducibility as rp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out = tmp_path_factory.mktemp("reproducibility") / "quick.json"
+    done = subprocess.run(
+        [sys.executable, "bench/reproducibility.py", "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text()), done.stdout
+
+
+def between(value: float | None, low: float, high: float) -> bool:
+    return value is not None and low <= value <= high
+
+
+@pytest.mark.slow
+def test_the_command_comes_first_and_the_search_ran_to_its_budget(
+    quick: tuple[dict[str, Any], str],
+) -> None:
+    payload, stdout = quick
+    assert stdout.splitlines()[0] == payload["command"]
+    assert payload["command"].startswith(".venv/bin/python bench/reproducibility.py ")
+    assert "--quick" in payload["command"]
+    search = payload["search"]
+    assert search["measured"] + search["failed"] == rp.QUICK["budget"]
+    assert search["measured"] >= 3
+    assert search["agent_counters"]["measurements_reported"] == search["measured"]
+    assert search["noise"]["reference_readings"] >= 1
+    assert {"search", "remeasure"} <= set(payload["load"]["phases"])
+
+
+@pytest.mark.slow
+def test_every_candidate_was_measured_again(quick: tuple[dict[str, Any], str]) -> None:
+    payload, _ = quick
+    again = payload["remeasure"]
+    assert again["measurements"] == payload["search"]["measured"] * again["repeats"]
+    assert again["reference_readings"] >= 3
+    for row in payload["candidates"]:
+        assert len(row["again"]) == again["repeats"]
+        for metric in ("latency_ms", "memory_mb"):
+            low, high = row["intervals"][metric]
+            assert low <= row[metric] <= high
+
+
+@pytest.mark.slow
+def test_shares_and_spreads_are_in_range(quick: tuple[dict[str, Any], str]) -> None:
+    payload, _ = quick
+    for which in ("all", "quiet"):
+        for metric, cov in payload["coverage"][which].items():
+            assert cov["n"] == 0 or between(cov["hwnas"], 0, 1)
+            assert (metric == "memory_mb") == (cov["today"] is None) or cov["n"] == 0
+    assert payload["coverage"]["all"]["latency_ms"]["n"] >= payload["search"]["measured"] - 1
+    spread = payload["spread"]
+    # hwnas's intervals come from the between-process noise model: wider than one process's CI.
+    assert spread["latency_ms"]["hwnas_rel_width"] > spread["latency_ms"]["today_rel_width"] > 0
+    assert between(spread["memory_mb"]["between_median_abs_log"], 0, 1)
+    memory = payload["memory"]
+    assert between(memory["candidates"]["median"], 0, 1)
+    assert between(memory["reference"]["all_cv"], 0, 1)
+    assert set(payload["targets"]) == {
+        "latency_coverage_ge_90",
+        "memory_coverage_ge_90",
+        "memory_cv_le_3pct",
+        "noise_frontier_keeps_ge_90",
+        "noise_flips_le_half_plain",
+    }
+
+
+@pytest.mark.slow
+def test_frontiers_and_cost_add_up(quick: tuple[dict[str, Any], str]) -> None:
+    payload, _ = quick
+    frontier = payload["frontier"]
+    # The script's frontier beyond noise, on the first measurements, is the server's.
+    assert frontier["server_disagreements"] == 0
+    for kind in ("plain", "noise_aware"):
+        f = frontier[kind]
+        assert f["kept"] <= f["size_before"] <= frontier["pool"]
+        assert f["flips"] == f["left"] + f["entered"]
+    # Beyond noise keeps every nominal frontier point, and maybe more.
+    assert frontier["noise_aware"]["size_before"] >= frontier["plain"]["size_before"]
+    cost = payload["cost"]
+    assert cost["candidates_s"] > 0 and cost["reference_each_s"] > 0
+    assert cost["busy_retries"] == cost["busy_retries_counter"]
+    assert cost["reference_measurements"] >= cost["reference_readings_carried"] >= 1
+
+
+def test_identical_re_measurements_flip_nothing() -> None:
+    candidates = [
+        {
+            "arch_id": str(i),
+            "feasible": True,
+            "busy": False,
+            "objectives": {"decoder_params": 1e6 * (i + 1)},
+            "measurement": {"latency_ms": 10.0 + 3 * i + (i % 3), "peak_memory_mb": 100 + i},
+        }
+        for i in range(8)
+    ]
+    again = {
+        c["arch_id"]: [
+            {
+                "latency_ms": c["measurement"]["latency_ms"],
+                "memory_mb": c["measurement"]["peak_memory_mb"],
+                "busy": False,
+            }
+        ]
+        for c in candidates
+    }
+    rel = {"latency_ms": [0.9, 1.1], "memory_mb": [0.97, 1.03]}
+    got = rp.frontier_stability(candidates, again, rel, repeats=1)
+    for kind in ("plain", "noise_aware"):
+        assert got[kind]["flips"] == 0 and got[kind]["kept_share"] == 1.0
+    # A busy re-measurement takes its candidate out of both pools, as the server would.
+    again["0"][0]["busy"] = True
+    assert rp.frontier_stability(candidates, again, rel, repeats=1)["pool"] == 7
+
+
+def test_agent_counters_are_read_from_its_last_stop_line() -> None:
+    log = "x INFO agent: agent stopped: {'jobs_done': 1}\ny INFO agent: agent stopped: {'a': 2}\n"
+    assert rp.agent_counters(log) == {"a": 2}
+    assert rp.agent_counters("nothing here") == {}
+
+
+def test_busy_loops_run_only_inside_the_block() -> None:
+    with rp.busy_loops(2) as procs:
+        assert len(procs) == 2 and all(p.poll() is None for p in procs)
+    assert all(p.poll() is not None for p in procs)
