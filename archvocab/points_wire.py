@@ -42,6 +42,16 @@ class SearchPoints(Strict):
     after: int = Field(description="the `after` this answers: rows are results after it")
     last: int = Field(description="the highest result number so far: the next poll's `after`")
     frontier: list[str] = Field(description="arch ids on the measured frontier, over all rows")
+    intervals: dict[str, dict[str, list[float]]] = Field(
+        default_factory=dict,
+        description="per frontier arch id, per measured objective: [low, high], where a "
+        "re-measurement should fall (the search's noise.confidence)",
+    )
+    groups: dict[str, str] = Field(
+        default_factory=dict,
+        description="per frontier arch id: the nominal frontier point it cannot be told apart "
+        "from (itself for a nominal frontier point)",
+    )
     epoch: str = Field(
         description="changes when earlier rows change (their hypervolumes, once the "
         "normalisation is fixed): a reader holding rows of another epoch reads again from 0"

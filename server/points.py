@@ -29,6 +29,11 @@ def search_points(store: Store, search_id: int, after: int = 0) -> SearchPoints:
             after=after,
             last=table.last,
             frontier=[t.arch_id for t in table.frontier],
+            intervals={
+                arch: {m: list(v) for m, v in u.intervals.items()}
+                for arch, u in table.uncertainty.items()
+            },
+            groups={arch: u.group for arch, u in table.uncertainty.items() if u.group},
             epoch=table.epoch,
             queued=counts.get("queued", 0),
             running=counts.get("running", 0),

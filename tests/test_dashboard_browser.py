@@ -30,6 +30,13 @@ return trace ? trace.querySelectorAll('path.point').length : -1;
 """
 
 
+# The frontier trace's latencies (its y) and error bars above and below, in one plot.
+FRONTIER_BARS = """
+const trace = document.querySelector(arguments[0]).data.find(t => t.name === 'frontier');
+return [trace.y, trace.error_y.array, trace.error_y.arrayminus];
+"""
+
+
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     url, procs = one_agent_service(tmp_path_factory.mktemp("dashboard"))
@@ -82,13 +89,28 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
         wait_for(lambda: _dataset(browser, "results") == str(BUDGET), 30, "the last results")
         pareto = api.get(f"/api/v1/searches/{search_id}/pareto").json()
         candidates = api.get(f"/api/v1/searches/{search_id}/candidates").json()
+        api_noise = api.get(f"/api/v1/searches/{search_id}").json()["noise"]
     assert first == ("running", "0")  # the page saw the search start and caught up by itself
     measured = [c for c in candidates if c["status"] == "measured"]
-    assert 0 < len(pareto) < len(measured)
+    # The frontier beyond noise holds the nominal one and what the noise cannot separate
+    # from it (with a reading or two of the reference, that can be every point).
+    plain = api_noise["plain_frontier_size"]
+    assert 0 < plain <= len(pareto) <= len(measured)
+    assert plain < len(measured)  # two objectives: some points are nominally dominated
     for plot in ("#plot-proxy-latency", "#plot-proxy-memory", "#plot-latency-memory"):
         assert browser.execute_script(COUNT_POINTS, plot, "frontier") == len(pareto)
         assert browser.execute_script(COUNT_POINTS, plot, "measured") == len(measured)
         assert browser.execute_script(COUNT_POINTS, plot, "layer-scaled baseline") == 2
+    # Each frontier point's latency carries the bar where a re-measurement should fall.
+    bars = browser.execute_script(FRONTIER_BARS, "#plot-proxy-latency")
+    expected = {p["arch_id"]: p["intervals"]["latency_ms"] for p in pareto}
+    for x, above, below in zip(*bars):
+        point = next(p for p in pareto if p["objectives"]["latency_ms"] == pytest.approx(x))
+        low, high = expected[point["arch_id"]]
+        assert (x - below, x + above) == (pytest.approx(low), pytest.approx(high))
+    assert len(bars[0]) == len(pareto)
+    busy = browser.find_element("css selector", "#busy-results").text
+    assert busy == str(api_noise["busy_results"])
     # Every result has its hypervolume, also those told before the normalisation was fixed.
     hv = browser.execute_script("return document.querySelector('#plot-hypervolume').data[0].x")
     assert hv == list(range(1, BUDGET + 1))

@@ -13,7 +13,7 @@ const FRONTIER = "#2f6fde", BASELINE = "#e07b1a", CLOUD = "#8a93a6", OVER = "#d9
 export const label = (name) => LABELS[name] || name.replaceAll("_", " ");
 
 export function slice(div, x, y, data) {
-  const { rows, frontier, baseline } = data;
+  const { rows, frontier, baseline, intervals } = data;
   const cloudType = rows.length > LARGE ? "scattergl" : "scatter";
   const traces = [
     {
@@ -50,6 +50,8 @@ export function slice(div, x, y, data) {
     text: frontier.map((r) => r.hover),
     hoverinfo: "text",
     marker: { color: FRONTIER, size: 9, line: { color: "#fff", width: 1 } },
+    error_x: errorBars(frontier, x, intervals),
+    error_y: errorBars(frontier, y, intervals),
   });
   const layout = {
     title: { text: `${label(y)} vs ${label(x)}`, font: { size: 14 }, x: 0.02, xanchor: "left" },
@@ -61,6 +63,21 @@ export function slice(div, x, y, data) {
     uirevision: `${x}-${y}`, // keeps the user's zoom across live updates
   };
   return Plotly.react(div, traces, layout, CONFIG);
+}
+
+// Where a re-measurement of each frontier point should fall, on a measured axis.
+function errorBars(points, axis, intervals) {
+  if (!points.some((r) => intervals?.[r.arch_id]?.[axis])) return { visible: false };
+  const bound = (r, i) => (intervals[r.arch_id]?.[axis] || [r[axis], r[axis]])[i];
+  return {
+    type: "data",
+    symmetric: false,
+    array: points.map((r) => bound(r, 1) - r[axis]),
+    arrayminus: points.map((r) => r[axis] - bound(r, 0)),
+    color: FRONTIER,
+    thickness: 1,
+    width: 3,
+  };
 }
 
 export function cube(div, axes, data) {

@@ -49,6 +49,7 @@ async function refresh(view, state) {
   state.last = points.last;
   const frontierChanged = !sameSet(state.frontier, points.frontier);
   state.frontier = new Set(points.frontier);
+  state.intervals = points.intervals;
   if (state.baseline === null) state.baseline = await baseline(state);
   renderFacts(view, info, state);
   const changed = points.rows.length || frontierChanged || !view.dataset.ready;
@@ -155,7 +156,19 @@ function renderFacts(view, info, state) {
     <span>running <b>${p.running}</b>, queued <b>${p.queued}</b>, failed <b>${p.failed}</b></span>
     <span>frontier <b id="frontier-size">${info.frontier_size}</b></span>
     <span>hypervolume <b>${hv}</b></span>
+    ${noiseFacts(info.noise)}
     <span>baseline <b>${state.baseline && state.baseline.length ? `${state.baseline.length} depths` : "none"}</b></span>`;
+}
+
+// How far a value may move when measured again (the bars on the frontier points), and the
+// results kept off the frontier because the machine was busy when they were measured.
+function noiseFacts(noise) {
+  if (!noise) return "";
+  const pct = (rel) => `-${((1 - rel[0]) * 100).toFixed(0)}/+${((rel[1] - 1) * 100).toFixed(0)}%`;
+  const widths = Object.entries(noise.interval_rel).map(([m, rel]) => `${esc(m)} ${pct(rel)}`);
+  return `<span id="noise" title="${(noise.confidence * 100).toFixed(0)}% interval of a re-measurement in a fresh process, from ${noise.reference_readings} readings of the reference architecture">
+      re-measurement within <b>${widths.join(", ")}</b></span>
+    <span>busy results <b id="busy-results">${noise.busy_results}</b> (off the frontier)</span>`;
 }
 
 async function renderData(view, state) {
@@ -163,6 +176,7 @@ async function renderData(view, state) {
   const data = {
     rows: measured,
     frontier: measured.filter((r) => state.frontier.has(r.arch_id)),
+    intervals: state.intervals || {},
     baseline: state.baseline || [],
   };
   const p = state.proxy;

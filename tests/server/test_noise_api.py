@@ -1,0 +1,135 @@
+"""Numbers that hold when measured again: intervals from the agents' reference readings,
+drift-corrected values, the frontier beyond noise, and the settings' refusals."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+from factories import dominates, minimised, register, search_request, synthetic_measurement
+from search.noise import fit, prior
+
+READINGS = [10.0, 10.4, 9.7, 10.1, 9.9, 10.6, 9.8, 10.2]  # the reference's latency, ms
+# A quiet device: the reference moves by about 1% over 24 readings.
+QUIET = [10.0 * (1 + 0.01 * math.sin(i)) for i in range(24)]
+
+
+def play_with_references(client, agent_id: str, readings: list[float]) -> list[dict]:
+    """Claim and report every job; job i was measured next to reference reading i (mod n),
+    taken one minute apart. Returns the leases."""
+    leases = []
+    start = datetime(2026, 11, 25, tzinfo=UTC)
+    while (claimed := client.post(f"/api/v1/agents/{agent_id}/claim")).status_code == 200:
+        lease = claimed.json()
+        i = len(leases) % len(readings)
+        measurement = synthetic_measurement(lease["spec"])
+        measurement["reference"] = {
+            "arch_id": lease["reference"]["arch_id"],
+            "latency_ms": readings[i],
+            "peak_memory_mb": 50.0,
+            "measured_at": (start + timedelta(minutes=i)).isoformat(),
+        }
+        result = {"agent_id": agent_id, "lease_id": lease["lease_id"], "measurement": measurement}
+        assert client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result).is_success
+        leases.append(lease)
+    return leases
+
+
+def test_leases_name_the_reference_architecture_and_the_busy_retries(client):
+    request = search_request(noise={"busy_retries": 3, "reference_every_jobs": 5})
+    client.post("/api/v1/searches", json=request)
+    lease = client.post(f"/api/v1/agents/{register(client)}/claim").json()
+    reference = lease["reference"]
+    assert lease["busy_retries"] == 3
+    assert reference["every_jobs"] == 5 and reference["every_s"] == 300
+    # a member of the search's space, the same one for every job
+    space = client.get("/api/v1/searches").json()[0]["request"]["space"]
+    checked = client.post("/api/v1/spaces/check", json={"space": space, "spec": reference["spec"]})
+    assert checked.status_code == 200, checked.text
+    assert checked.json()["arch_id"] == reference["arch_id"]
+
+
+def test_intervals_come_from_the_reference_readings_and_narrow_with_them(client):
+    search_id = client.post("/api/v1/searches", json=search_request()).json()["id"]
+    leases = play_with_references(client, register(client), READINGS)
+    assert len(leases) == 12
+    info = client.get(f"/api/v1/searches/{search_id}").json()
+    noise = info["noise"]
+    assert noise["reference_readings"] == len(READINGS)  # one reading, many results: counted once
+    model = fit({"latency_ms": [READINGS], "memory_mb": [[50.0] * len(READINGS)]})
+    assert noise["sigma"]["latency_ms"] == model.sigma["latency_ms"]
+    # evidence of a ~3% spread narrows the prior's interval
+    assert model.sigma["latency_ms"] < prior("cpu").sigma["latency_ms"]
+    low, high = model.interval("latency_ms", 1.0, 0.95)
+    assert noise["interval_rel"]["latency_ms"] == [low, high]
+    for c in client.get(f"/api/v1/searches/{search_id}/candidates").json():
+        value = c["objectives"]["latency_ms"]
+        assert c["intervals"]["latency_ms"] == [value * low, value * high]
+
+
+def test_drift_corrected_values_put_each_result_at_the_reference_level(client):
+    search_id = client.post("/api/v1/searches", json=search_request()).json()["id"]
+    leases = play_with_references(client, register(client), READINGS)
+    level = sorted(READINGS)[len(READINGS) // 2 - 1 : len(READINGS) // 2 + 1]
+    level = sum(level) / 2  # the median of an even count
+    by_arch = {
+        c["arch_id"]: c for c in client.get(f"/api/v1/searches/{search_id}/candidates").json()
+    }
+    for i, lease in enumerate(leases):
+        c = by_arch[lease["arch_id"]]
+        reading = READINGS[i % len(READINGS)]
+        raw = c["objectives"]["latency_ms"]
+        assert math.isclose(c["corrected"]["latency_ms"], raw * level / reading)
+        assert c["measurement"]["reference"]["latency_ms"] == reading
+
+
+def test_a_point_is_off_the_frontier_only_when_dominated_beyond_its_interval(client):
+    # Two objectives: a 2-D frontier leaves points off it (with three, all 12 are on it).
+    request = search_request(
+        objectives=["decoder_params", "latency_ms"], budget={"max_evaluations": 24}
+    )
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    play_with_references(client, register(client), QUIET)
+    info = client.get(f"/api/v1/searches/{search_id}").json()
+    objectives = info["request"]["objectives"]
+    candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
+    front = {p["arch_id"]: p for p in client.get(f"/api/v1/searches/{search_id}/pareto").json()}
+
+    def bound(c, end):  # minimised objective vector at one end of the intervals
+        values = dict(c["objectives"])
+        for metric, interval in c["intervals"].items():
+            values[metric] = interval[end]
+        return minimised({"objectives": values}, objectives)
+
+    nominal = {c["arch_id"]: minimised(c, objectives) for c in candidates}
+    plain = {a for a, v in nominal.items() if not any(dominates(o, v) for o in nominal.values())}
+    kept_by_noise = set(front) - plain
+    assert plain <= set(front) and info["noise"]["plain_frontier_size"] == len(plain)
+    for c in candidates:
+        beyond = any(dominates(bound(o, 1), bound(c, 0)) for o in candidates if o is not c)
+        assert (c["arch_id"] in front) == (not beyond), c["arch_id"]
+        assert c["on_frontier"] == (c["arch_id"] in front)
+    for arch_id, point in front.items():
+        group = point["frontier_group"]
+        assert group in plain
+        if arch_id in kept_by_noise:  # grouped with a nominal frontier point that beats it
+            assert dominates(nominal[group], nominal[arch_id])
+        else:
+            assert group == arch_id
+    assert kept_by_noise, "this search has points the noise cannot separate from the frontier"
+    assert len(front) < len(candidates), "and points beyond the noise"
+
+
+def test_noise_settings_out_of_range_get_422_naming_the_field_and_range(client):
+    cases = [
+        ({"confidence": 1.5}, "confidence", "less than or equal to 0.999"),
+        ({"busy_retries": 9}, "busy_retries", "less than or equal to 5"),
+        ({"reference_every_jobs": 0}, "reference_every_jobs", "greater than or equal to 1"),
+        ({"reference_every_s": 1}, "reference_every_s", "greater than or equal to 5"),
+        ({"remeasure": True}, "remeasure", "Extra inputs are not permitted"),
+    ]
+    for noise, field, phrase in cases:
+        response = client.post("/api/v1/searches", json=search_request(noise=noise))
+        assert response.status_code == 422, (noise, response.text)
+        assert field in response.text and phrase in response.text, (noise, response.text)
+    assert client.get("/api/v1/searches").json() == []
