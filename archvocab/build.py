@@ -136,7 +136,11 @@ class AdaptiveSoftmax(nn.Module):
 
 
 class GPT2(nn.Module):
-    """Decoder-only GPT-2; forward takes token ids (batch, seq) and returns log-probs."""
+    """Decoder-only GPT-2; forward takes token ids (batch, seq) and returns log-probs:
+    (batch, seq, vocab_size), or (batch, 1, vocab_size) with `output` "last" (the output
+    layer run on the last position only; `archvocab.registry.set_output`)."""
+
+    output = "all"
 
     def __init__(self, spec: GPT2Spec) -> None:
         super().__init__()
@@ -158,6 +162,8 @@ class GPT2(nn.Module):
         x = self.embed(tokens) + self.pos(positions)
         for block in self.blocks:
             x = block(x)
+        if self.output == "last":
+            x = x[:, -1:]
         return self.head(self.ln_f(x))
 
     def decoder_modules(self) -> list[nn.Module]:

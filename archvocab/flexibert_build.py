@@ -176,7 +176,11 @@ class Embeddings(nn.Module):
 
 
 class FlexiBERT(nn.Module):
-    """The encoder; forward takes token ids (batch, seq), returns (batch, seq, hidden)."""
+    """The encoder; forward takes token ids (batch, seq), returns (batch, seq, hidden).
+
+    No `output` mode (`archvocab.registry.set_output` leaves it as it is): an encoder's
+    output is every position's hidden state, no vocabulary distribution, and what a deployed
+    encoder hands its task head."""
 
     def __init__(self, spec: FlexiBERTSpec) -> None:
         super().__init__()

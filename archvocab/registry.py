@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # the builder side needs torch; only the type checker looks a
     import torch
 
 DEFAULT_KIND = "gpt2"
+# What a model whose output is a vocabulary distribution returns (MeasurementSettings.output):
+# the next-token scores of the last position only, or scores at every position.
+OUTPUT_MODES = ("last", "all")
 
 # name -> the torch-free module that defines `KIND`. One line per space.
 _KIND_MODULES: dict[str, str] = {
@@ -93,7 +96,11 @@ class SearchSpace(Protocol):
 
 
 class Builder(Protocol):
-    """The torch side of a space kind (a module): imported only where models are built."""
+    """The torch side of a space kind (a module): imported only where models are built.
+
+    A model whose output is a distribution over a vocabulary has an `output` attribute, one
+    of OUTPUT_MODES ("all", scores at every position, as built): `set_output` switches it.
+    """
 
     def build_model(self, spec: Any) -> torch.nn.Module:
         """A module with random weights whose forward takes `example_inputs(...)`."""
@@ -178,3 +185,21 @@ def parse_space(data: Mapping[str, Any]) -> SearchSpace:
 
 def kind_of_spec(spec: ArchSpec) -> SpaceKind:
     return get_kind(spec.kind)
+
+
+def set_output(model: Any, output: str) -> bool:
+    """Make a built model's forward return `output` (one of OUTPUT_MODES): "last", the
+    next-token scores of the last position only (the output layer runs on that position
+    alone, as generation and serving do), or "all", scores at every position.
+
+    True if the mode applies; False for a model whose output is no vocabulary distribution
+    (an encoder's hidden states), which is left as it is.
+    """
+    if output not in OUTPUT_MODES:
+        raise InvalidSpec(
+            "output", f"unknown output mode {output!r}; allowed: {', '.join(OUTPUT_MODES)}"
+        )
+    if getattr(model, "output", None) not in OUTPUT_MODES:
+        return False
+    model.output = output
+    return True

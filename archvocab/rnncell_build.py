@@ -100,7 +100,12 @@ class CellLayer(nn.Module):
 
 
 class RNNCellLM(nn.Module):
-    """Embedding, recurrent cell layers, decoder (tied to the embedding or not)."""
+    """Embedding, recurrent cell layers, decoder (tied to the embedding or not).
+
+    `output` "last": the decoder and its softmax run on the last step only
+    (`archvocab.registry.set_output`); the states are the same either way."""
+
+    output = "all"
 
     def __init__(self, spec: RNNCellSpec) -> None:
         super().__init__()
@@ -121,10 +126,12 @@ class RNNCellLM(nn.Module):
         self, tokens: torch.Tensor, hidden: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """tokens (batch, seq), hidden (n_states, batch, sum of layer widths) -> log-probs
-        (batch, seq, vocab) and the next hidden, packed the same way."""
+        (batch, seq, vocab), or (batch, 1, vocab) with `output` "last", and the next hidden,
+        packed the same way."""
         outputs, new_hidden = self.run_layers(self.embedding(tokens), hidden)
         weight = self.embedding.weight if self.decoder_weight is None else self.decoder_weight
-        logits = F.linear(outputs[-1], weight, self.decoder_bias)
+        top = outputs[-1][:, -1:] if self.output == "last" else outputs[-1]
+        logits = F.linear(top, weight, self.decoder_bias)
         return F.log_softmax(logits, dim=-1), new_hidden
 
     def run_layers(

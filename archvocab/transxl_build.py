@@ -169,7 +169,11 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
 
 class TransformerXL(nn.Module):
     """Forward takes token ids (batch, seq <= tgt_len) and returns log-probs (batch, seq,
-    vocab_size), the segment attending to a zero-filled memory of mem_len states per layer."""
+    vocab_size), the segment attending to a zero-filled memory of mem_len states per layer;
+    with `output` "last", (batch, 1, vocab_size): the adaptive softmax over the last
+    position only (`archvocab.registry.set_output`)."""
+
+    output = "all"
 
     def __init__(self, spec: TransXLSpec) -> None:
         super().__init__()
@@ -189,7 +193,7 @@ class TransformerXL(nn.Module):
         pos = relative_positions(mem_len + seq, d_model, x.device).to(x.dtype)
         for layer in self.layers:
             x = layer(x, memory, pos)
-        return self.head(x)
+        return self.head(x[:, -1:] if self.output == "last" else x)
 
     def decoder_modules(self) -> list[nn.Module]:
         """The modules whose parameters LTS counts as 'decoder parameters' (nonembedding)."""
