@@ -7,26 +7,47 @@ CPU peak can under-read because memory freed by earlier work is reused without r
 
 Order matters: a throwaway forward of a tiny model of the same family first (so the runtime's
 one-off initialisation - lazily loaded kernels, allocator pools, the thread pool - lands in
-the memory baseline, not in the candidate's peak), then the baseline, the build, the latency
-protocol (`agent.protocol`), and the memory readings.
+the memory baseline, not in the candidate's peak), then the memory pass (the baseline, the
+build, MEMORY_RUNS forward passes, the peak), and only then the latency pass: `keep_heap()`
+and the latency protocol (`agent.protocol`) on the same model.
+
+Why two passes: `keep_heap` (no mmap, no trim) keeps the latency steady, but under it the
+peak RSS depends on how the heap happens to fragment: one GPT-2 read 233 or 270 MB in fresh
+processes. Memory is read first, under `fixed_heap` (glibc's default thresholds with the
+sliding mmap threshold turned off: every large tensor a mapping of its own), where the peak
+repeats between fresh processes (bench/memory_repeat.py); then the heap is pinned for timing.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
 from typing import Any
 
 import torch
 
-from agent import provenance
-from agent.memory import MIB, MemoryProbe, keep_heap, process_report, release_free_heap
+from agent import nvml, provenance
+from agent.memory import (
+    MIB,
+    MemoryProbe,
+    fixed_heap,
+    keep_heap,
+    process_report,
+    release_free_heap,
+)
 from agent.protocol import TimeRuns, run_protocol
 from agent.weights import WEIGHT_SEED, build_fast
-from archvocab.registry import ArchSpec, kind_of_spec
+from archvocab.registry import ArchSpec, kind_of_spec, set_output
 from archvocab.wire import MeasurementResult, MeasurementSettings, MemoryReport, Provenance
 
 INPUT_SEED = 0  # the input batch is the same for every candidate of a given shape
+# Forward passes of the memory pass: the first allocates every activation, the later ones
+# show whether freed buffers come back (they should: a steady peak).
+MEMORY_RUNS = 3
+# Benchmark switch (bench/memory_repeat.py), read by the measuring process: "after_latency"
+# reads memory after the latency protocol under keep_heap, as before the separate pass.
+MEMORY_PASS_ENV = "HWNAS_MEMORY_PASS"
 # Enough of the protocol to go through every code path once, in a few milliseconds.
 _QUICK_PROTOCOL = {
     "warmup": 6,
@@ -65,6 +86,18 @@ def make_tokens(
     return torch.randint(0, vocab_size, shape, generator=generator).to(device)
 
 
+def build_for(
+    spec: ArchSpec, settings: MeasurementSettings, device: torch.device
+) -> tuple[torch.nn.Module, str]:
+    """The model the settings measure (`build_fast`) with the settings' output mode; and what
+    its forward returns, for the details. The one place the output mode is applied: the
+    torch path and the ONNX export both build through here."""
+    model = build_fast(spec, device)
+    if set_output(model, settings.output):
+        return model, settings.output
+    return model, "hidden states (no vocabulary output)"
+
+
 def device_for(settings: MeasurementSettings) -> torch.device:
     if settings.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(
@@ -92,7 +125,7 @@ def prime_runtime(spec: ArchSpec, settings: MeasurementSettings, device: torch.d
     statistics load numpy code, whatever the candidate's size.
     """
     primer = primer_spec(spec, settings.seq_len)
-    model = build_fast(primer, device)
+    model, _ = build_for(primer, settings, device)
     inputs = make_inputs(primer, settings, device)
     quick = settings.model_copy(update=_QUICK_PROTOCOL)
     with torch.inference_mode():
@@ -181,11 +214,21 @@ def torch_build() -> str:
     return ", ".join(parts)
 
 
+def gpu_watch(device: torch.device) -> nvml.GpuWatch | None:
+    """NVML readings of the CUDA device, where pynvml can read them (None on the CPU)."""
+    if device.type != "cuda":
+        return None
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    return nvml.GpuWatch(str(uuid) if uuid is not None else None, index)
+
+
 def _provenance(
     settings: MeasurementSettings,
     device: torch.device,
     before: provenance.Snapshot,
     after: provenance.Snapshot,
+    gpu: nvml.GpuWatch | None,
 ) -> Provenance:
     cuda = device.type == "cuda"
     return provenance.build_provenance(
@@ -200,6 +243,7 @@ def _provenance(
         accelerator=torch.cuda.get_device_name(device) if cuda else None,
         accelerator_driver=provenance.nvidia_driver() if cuda else None,
         cuda_version=torch.version.cuda if cuda else None,
+        accelerator_reasons=gpu.busy_reasons() if gpu is not None else (),
     )
 
 
@@ -217,7 +261,24 @@ def _details(
     }
 
 
-# -- the measurement --------------------------------------------------------------------------
+# -- the measurement ---------------------------------------------------------------------------
+def _forward_passes(
+    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], runs: int
+) -> list[int]:
+    """Run the model `runs` times; the shape of its scores (for the details)."""
+    with torch.inference_mode():
+        for _ in range(runs):
+            out = model(*inputs)
+    _sync(inputs[0].device)
+    scores = out[0] if isinstance(out, (tuple, list)) else out  # recurrent: (scores, state)
+    return list(scores.shape)
+
+
+def _memory_pass_kind() -> str:
+    kind = os.environ.get(MEMORY_PASS_ENV, "separate")
+    return kind if kind in ("separate", "after_latency") else "separate"
+
+
 def measure_spec(
     spec: ArchSpec, settings: MeasurementSettings, *, started: float | None = None
 ) -> MeasurementResult:
@@ -228,19 +289,33 @@ def measure_spec(
     started = time.perf_counter() if started is None else started
     device = device_for(settings)
     torch.set_num_threads(settings.threads)
-    heap = keep_heap()
+    gpu = gpu_watch(device)
+    if gpu is not None:
+        gpu.take("start", own_context=False)  # before our own kernels: other work's load
+    separate = _memory_pass_kind() == "separate"
+    heap = fixed_heap() if separate else keep_heap()
+    memory_heap = heap
     prime_runtime(spec, settings, device)
     watch = MemoryWatch(device)
     build_start = time.perf_counter()
-    model = build_fast(spec, device)
+    model, output = build_for(spec, settings, device)
     _sync(device)
     build_s = time.perf_counter() - build_start
     inputs = make_inputs(spec, settings, device)
+    output_shape = _forward_passes(model, inputs, MEMORY_RUNS)
+    memory = watch.report(parameter_bytes(model)) if separate else None
+    if separate:  # pinned for the latency pass only (see the module's docstring)
+        heap = keep_heap()
+    if gpu is not None:
+        gpu.take("before")
     with torch.inference_mode():
         before = provenance.snapshot()
         stats = run_protocol(make_timer(model, inputs), settings)
         after = provenance.snapshot()
-    memory = watch.report(parameter_bytes(model))
+    if gpu is not None:
+        gpu.take("after")
+    if memory is None:
+        memory = watch.report(parameter_bytes(model))
     return MeasurementResult(
         latency_ms=stats.median_ms,
         peak_memory_mb=primary_value(memory),
@@ -248,7 +323,20 @@ def measure_spec(
         memory=memory,
         build_s=build_s,
         load_s=0.0,
-        provenance=_provenance(settings, device, before, after),
-        details={**_details(model, settings, device), "heap": heap},
+        provenance=_provenance(settings, device, before, after, gpu),
+        details={
+            **_details(model, settings, device),
+            **({"gpu": gpu.details()} if gpu is not None else {}),
+            "output": output,
+            "output_shape": output_shape,
+            "heap": heap,
+            "memory_pass": _memory_pass_note(separate, memory_heap),
+        },
         total_s=time.perf_counter() - started,
     )
+
+
+def _memory_pass_note(separate: bool, heap: str) -> str:
+    if separate:
+        return f"own pass before timing ({heap}): build + {MEMORY_RUNS} forward passes"
+    return f"after the latency protocol, under keep_heap ({MEMORY_PASS_ENV}=after_latency)"

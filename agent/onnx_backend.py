@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agent.memory import MIB, MemoryProbe, keep_heap, release_free_heap
+from agent.memory import MIB, MemoryProbe, fixed_heap, keep_heap, release_free_heap
 from agent.protocol import TimeRuns, run_protocol
 from agent.provenance import build_provenance, snapshot
 from archvocab.registry import ArchSpec
@@ -32,6 +32,7 @@ OPSET = 20  # pinned so a torch upgrade does not silently change the graph; ORT 
 # Protobuf cannot serialise a message over 2 GiB; above this the weights go to an external
 # data file next to the model (same folder, which the caller removes).
 EMBEDDED_WEIGHTS_LIMIT = 1536 * MIB
+MEMORY_RUNS = 3  # = agent.in_process.MEMORY_RUNS (this module must not import torch)
 _GRAPH_OPTIMIZATION = "ORT_ENABLE_ALL"
 _PROVIDERS = ["CPUExecutionProvider"]
 
@@ -48,10 +49,10 @@ def load_inputs(model_path: str) -> list[np.ndarray]:
 
 
 def export_onnx(spec: ArchSpec, settings: MeasurementSettings, path: str) -> float:
-    """Build `spec` as the torch path does (`agent.weights.build_fast`: seeded, eval mode) and
-    export it to `path` for the settings' (batch_size, seq_len) input, which is saved beside
-    it (`inputs_path`): the kind's own input (`agent.in_process.make_inputs`), value for value
-    the torch path's.
+    """Build `spec` as the torch path does (`agent.in_process.build_for`: seeded, eval mode,
+    the settings' output mode) and export it to `path` for the settings' (batch_size,
+    seq_len) input, which is saved beside it (`inputs_path`): the kind's own input
+    (`agent.in_process.make_inputs`), value for value the torch path's.
 
     Returns the build + export seconds.
 
@@ -60,12 +61,12 @@ def export_onnx(spec: ArchSpec, settings: MeasurementSettings, path: str) -> flo
     _check_runtime(settings)
     import torch  # here, not at the top: the measuring process must not load torch
 
-    from agent.in_process import make_inputs
-    from agent.weights import build_fast
+    from agent.in_process import build_for, make_inputs
     from archvocab.build import AdaptiveEmbedding
 
     start = time.perf_counter()
-    model = build_fast(spec, torch.device("cpu"))  # the torch path's weights, value for value
+    # The torch path's model, value for value, with the settings' output mode.
+    model, _ = build_for(spec, settings, torch.device("cpu"))
     for module in model.modules():
         if isinstance(module, AdaptiveEmbedding):  # the model is ours and thrown away after
             module.forward = MethodType(_adaptive_embedding_for_export, module)
@@ -126,15 +127,19 @@ def measure_onnx(
     """
     started = time.perf_counter()
     _check_runtime(settings)
-    heap = keep_heap()  # as the torch path: ORT's arena aside, its output buffers use malloc
     import onnxruntime as ort
 
+    # As the torch path (agent.in_process): memory in its own pass under fixed_heap, then
+    # keep_heap for the timing (ORT's arena aside, its output buffers use malloc).
+    memory_heap = fixed_heap()
     session, probe, load_s = _open_session(ort, path, settings)
     time_runs = _timer(session, load_inputs(path))
+    time_runs(MEMORY_RUNS)
+    peak_mb = probe.peak_above_baseline_bytes() / MIB
+    heap = keep_heap()
     before = snapshot()
     latency = run_protocol(time_runs, settings)
     after = snapshot()
-    peak_mb = probe.peak_above_baseline_bytes() / MIB
     graph = _graph_facts(path)  # after the peak is read: it parses the whole file
     memory = MemoryReport(
         primary="process_peak",
@@ -166,6 +171,7 @@ def measure_onnx(
             "execution_mode": "ORT_SEQUENTIAL",
             "input_seed": INPUT_SEED,
             "heap": heap,
+            "memory_pass": f"own pass before timing ({memory_heap}): session + {MEMORY_RUNS} runs",
             **graph,
         },
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import platform
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.hostinfo import (
@@ -121,9 +122,17 @@ def build_provenance(
     accelerator: str | None = None,
     accelerator_driver: str | None = None,
     cuda_version: str | None = None,
+    accelerator_reasons: Sequence[str] = (),
     roots: Roots = DEFAULT_ROOTS,
 ) -> Provenance:
-    """The Provenance of a measurement whose timed phase ran between `before` and `after`."""
+    """The Provenance of a measurement whose timed phase ran between `before` and `after`.
+
+    With an `accelerator`, the CPU share is recorded but not tested: the timed phase is the
+    host waiting on the device (CUDA synchronisation spins or sleeps, as the driver decides),
+    so the share says nothing about our thread being descheduled, and a low one is no sign of
+    a disturbed timing. The accelerator's own signs (`accelerator_reasons`, from NVML: see
+    `agent.nvml`) stand in for it.
+    """
     share = cpu_share(before, after, threads)
     max_mhz = cpu_max_mhz(roots)
     affinity = cpu_affinity()
@@ -133,8 +142,9 @@ def build_provenance(
         threads=threads,
         cores=len(affinity) or usable_cores(),
         max_mhz=max_mhz,
-        share=share,
+        share=share if accelerator is None else None,
     )
+    reasons += accelerator_reasons
     return Provenance(
         runtime=runtime[:64],
         runtime_version=runtime_version[:64],

@@ -21,7 +21,7 @@ from agent.memory import MIB
 from agent.onnx_backend import export_onnx, load_inputs, measure_onnx
 from agent.weights import build_fast
 from archvocab.build import build_model
-from archvocab.registry import get_kind, kind_names, parse_space
+from archvocab.registry import get_kind, kind_names, parse_space, set_output
 from archvocab.spec import GPT2Spec
 from archvocab.wire import MeasurementResult, MeasurementSettings
 
@@ -95,9 +95,14 @@ def measure_in_fresh_process(
     return MeasurementResult.model_validate(out["result"]), out["torch_loaded"]
 
 
-def exported(tmp_path: Path, spec: GPT2Spec, name: str = "model.onnx") -> Path:
+def exported(
+    tmp_path: Path,
+    spec: GPT2Spec,
+    name: str = "model.onnx",
+    settings: MeasurementSettings = SETTINGS,
+) -> Path:
     path = tmp_path / name
-    build_s = export_onnx(spec, SETTINGS, str(path))
+    build_s = export_onnx(spec, settings, str(path))
     assert build_s > 0 and path.is_file()
     return path
 
@@ -128,7 +133,7 @@ def test_the_saved_input_is_the_torch_paths_input(
     ids=["div1", "no-cutoffs", "div1-proj", "div2", "div4-wide"],
 )
 def test_onnx_runtime_output_equals_torch(tmp_path: Path, spec: GPT2Spec) -> None:
-    path = exported(tmp_path, spec)
+    path = exported(tmp_path, spec, settings=SETTINGS.model_copy(update={"output": "all"}))
     model = build_fast(spec, torch.device("cpu"))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     (random_tokens,) = load_inputs(str(path))
@@ -205,19 +210,26 @@ def test_torch_runtime_settings_are_refused(tmp_path: Path) -> None:
 ORT_KINDS = [n for n in kind_names() if "onnxruntime" in get_kind(n).runtimes]
 
 
+@pytest.mark.parametrize("output", ["last", "all"])
 @pytest.mark.parametrize("kind", ORT_KINDS)
 def test_every_kind_that_offers_onnxruntime_exports_what_torch_computes(
-    tmp_path: Path, kind: str
+    tmp_path: Path, kind: str, output: str
 ) -> None:
     spec = parse_space(TINY_SPACES[kind]).sample(random.Random(1))
-    path = exported(tmp_path, spec)
+    settings = SETTINGS.model_copy(update={"output": output})
+    path = exported(tmp_path, spec, settings=settings)
     inputs = load_inputs(str(path))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [meta.name for meta in session.get_inputs()]
     ours = session.run(None, dict(zip(names, inputs, strict=True)))
+    model = build_fast(spec, torch.device("cpu"))
     with torch.inference_mode():
-        expected = build_fast(spec, torch.device("cpu"))(*map(torch.from_numpy, inputs))
-    expected = expected if isinstance(expected, tuple) else (expected,)
+        every = model(*map(torch.from_numpy, inputs))
+    every = every if isinstance(every, tuple) else (every,)
+    expected = every
+    if output == "last" and set_output(model, "all"):  # the scores of the last position
+        expected = (every[0][:, -1:], *every[1:])
+        assert ours[0].shape[1] == 1
     assert len(ours) == len(expected)
     for got, want in zip(ours, expected):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
