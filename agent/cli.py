@@ -14,7 +14,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -24,13 +25,14 @@ from pydantic import ValidationError
 from agent.client import AgentClient
 from agent.fingerprint import device_fingerprint
 from agent.guard import MIB, Guard, Limits
-from agent.launch import start_forkserver
+from agent.launch import warm_forkserver
 from agent.worker import Worker
-from archvocab.wire import AgentRegistration
+from archvocab.wire import AgentRegistration, JobLease
 
 logger = logging.getLogger("agent")
 HTTP_TIMEOUT_S = 30.0
 AGENT_TOKEN_ENV = "HWNAS_AGENT_TOKEN"  # the enrollment token, where --token is not given
+WARM_WAIT_S = 120.0  # the longest the first claim waits for the forkserver
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,13 +62,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"hwnas agent: invalid argument: {exc}", file=sys.stderr)
         return 2
     logger.info("device: %s", registration.fingerprint.model_dump())
-    # The measuring processes fork from a server that imports torch: pay that now, not on the
-    # first job's clock.
-    start_forkserver()
+    ready = start_warming()
     with httpx.Client(base_url=args.server.rstrip("/"), timeout=HTTP_TIMEOUT_S) as http:
         token = args.token or os.environ.get(AGENT_TOKEN_ENV) or None
+        client = ClaimWhenReady(http, enrollment_token=token, ready=ready)
         worker = Worker(
-            AgentClient(http, enrollment_token=token),
+            client,
             registration,
             poll_interval=args.poll_interval,
             max_jobs=args.max_jobs,
@@ -74,8 +75,53 @@ def run(args: argparse.Namespace) -> int:
             exit_when_idle=args.exit_when_idle,
             guard=guard,
         )
+        client.stopping = lambda: worker.stopping
         with stop_on_signals(worker):
             return worker.run()
+
+
+def start_warming() -> threading.Event:
+    """Warm the measuring processes' forkserver (it imports torch: seconds) in a background
+    thread; the event is set when it is ready, or when warming failed (then the first job
+    starts the forkserver itself, as without warming)."""
+    ready = threading.Event()
+
+    def warm() -> None:
+        try:
+            logger.info("measuring processes ready in %.1f s", warm_forkserver())
+        except Exception:  # the first job tries again and reports what goes wrong
+            logger.exception("could not warm the measuring processes' forkserver")
+        finally:
+            ready.set()
+
+    threading.Thread(target=warm, name="forkserver-warm-up", daemon=True).start()
+    return ready
+
+
+class ClaimWhenReady(AgentClient):
+    """An AgentClient that claims no job before `ready` is set (the forkserver warm): a job's
+    lease and timeout must not run while torch is imported, and its process start must be as
+    short as any other's. Registering goes ahead meanwhile. While waiting, a stop (SIGTERM)
+    makes the claim answer "no work"."""
+
+    def __init__(
+        self,
+        http: httpx.Client,
+        *,
+        enrollment_token: str | None,
+        ready: threading.Event,
+        wait_s: float = WARM_WAIT_S,
+    ) -> None:
+        super().__init__(http, enrollment_token=enrollment_token)
+        self.ready, self.wait_s = ready, wait_s
+        self.stopping: Callable[[], bool] = lambda: False
+
+    def claim(self, agent_id: str) -> JobLease | None:
+        deadline = time.monotonic() + self.wait_s
+        while not self.ready.wait(0.1) and time.monotonic() < deadline:
+            if self.stopping():
+                return None
+        return super().claim(agent_id)
 
 
 def guard_from_args(args: argparse.Namespace) -> Guard | str:

@@ -73,3 +73,42 @@ def test_server_url_needs_a_scheme(capsys: Any) -> None:
     args = build_parser().parse_args(["agent", "--server", "localhost:8000", "--device-class", "x"])
     assert run(args) == 2
     assert "http://" in capsys.readouterr().err
+
+
+class _Http:
+    """Stands in for httpx.Client: records the claims that reach the server."""
+
+    def __init__(self) -> None:
+        self.posts: list[str] = []
+
+    def post(self, path: str, **_: Any) -> Any:
+        self.posts.append(path)
+        raise AssertionError("claim reached the server")
+
+
+def test_no_job_is_claimed_before_the_measuring_processes_are_warm() -> None:
+    import threading
+
+    from agent.cli import ClaimWhenReady
+
+    http = _Http()
+    ready = threading.Event()
+    client = ClaimWhenReady(http, enrollment_token=None, ready=ready)  # type: ignore[arg-type]
+    stopping = threading.Event()
+    client.stopping = stopping.is_set
+    threading.Timer(0.3, stopping.set).start()
+    assert client.claim("agent-1") is None  # stopped while waiting: "no work"
+    assert http.posts == []
+
+
+def test_warming_the_forkserver_waits_for_its_preload() -> None:
+    import time
+
+    from agent.cli import start_warming
+    from agent.launch import run_forked
+
+    ready = start_warming()
+    assert ready.wait(120)
+    started = time.monotonic()
+    ended = run_forked({"step": "nope", "spec": {}, "settings": {}}, started + 60, None)
+    assert ended.status == "done" and time.monotonic() - started < 3.0  # no torch import left
