@@ -79,13 +79,27 @@ class NoiseSettings(Strict):
     `confidence`; its width comes from the device class's noise, learned from the agents'
     repeated readings of a reference architecture (every `reference_every_jobs` jobs or
     `reference_every_s` seconds). A result taken while the machine looked busy is measured
-    again up to `busy_retries` times, and a busy result never enters the frontier.
+    again up to `busy_retries` times, and a busy result never enters the frontier. When the
+    budget's candidates are measured, frontier points whose intervals overlap are measured
+    again (each at most `max_measurements` times in all, up to `remeasure_share` of the
+    budget), in new processes and on whichever agent of the class is free, before the search
+    finishes; their values become the geometric mean of their measurements.
     """
 
     confidence: float = Field(0.95, ge=0.5, le=0.999, description="of every stated interval")
     busy_retries: int = Field(2, ge=0, le=5)
     reference_every_jobs: int = Field(10, ge=1, le=10000)
     reference_every_s: float = Field(300.0, ge=5, le=86400)
+    remeasure_share: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="once the budget's candidates are measured, up to this share of the budget "
+        "more measurements re-measure frontier points the noise cannot tell apart",
+    )
+    max_measurements: int = Field(
+        4, ge=2, le=20, description="of one architecture, the first one included"
+    )
 
 
 class HypervolumeSettings(Strict):
@@ -296,6 +310,9 @@ class Progress(BaseModel):
         description="of the measured frontier, normalised (see /hypervolume); None "
         "until the reference is fixed",
     )
+    remeasured: int = Field(0, description="re-measurements of frontier points done so far")
+    remeasuring: int = Field(0, description="re-measurements queued or running")
+    remeasure_budget: int = Field(0, description="re-measurements the search may spend")
 
 
 class ObjectiveBest(BaseModel):
@@ -404,7 +421,12 @@ class CandidateInfo(BaseModel):
         "told apart from (its own id for a nominal frontier point)",
     )
     busy: bool = Field(
-        False, description="measured while the machine looked busy: off the frontier"
+        False, description="its first measurement was taken while the machine looked busy"
+    )
+    measurements: int = Field(
+        0,
+        description="quiet measurements its values are the geometric mean of (the first and "
+        "any re-measurements); 0 when every one was busy: then it stays off the frontier",
     )
 
 

@@ -59,13 +59,21 @@ class ArchitectureRow(Base):
 
 
 class CandidateRow(Base):
-    """An architecture proposed by a search; also the job an agent claims to measure it."""
+    """An architecture proposed by a search; also the job an agent claims to measure it.
+
+    `round` 0 is the candidate the engine proposed; round k > 0 is the k-th re-measurement of
+    it, a job of its own that the search queues to tell frontier points apart
+    (server.remeasure). Only round 0 is told to the engine and numbered as a result.
+    """
 
     __tablename__ = "candidates"
-    __table_args__ = (UniqueConstraint("search_id", "arch_id", name="one_arch_per_search"),)
+    __table_args__ = (
+        UniqueConstraint("search_id", "arch_id", "round", name="one_arch_per_search"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     search_id: Mapped[int] = mapped_column(ForeignKey("searches.id"), index=True)
     arch_id: Mapped[str] = mapped_column(ForeignKey("architectures.arch_id"))
+    round: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     generation: Mapped[int] = mapped_column(Integer)
     # queued | running | measured | failed | cancelled
     status: Mapped[str] = mapped_column(String(16), index=True)

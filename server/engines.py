@@ -116,7 +116,7 @@ class EngineCache:
             )
             .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
             .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
-            .where(CandidateRow.search_id == search.id)
+            .where(CandidateRow.search_id == search.id, CandidateRow.round == 0)
             .order_by(CandidateRow.id)
         )
         history = []

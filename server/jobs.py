@@ -382,10 +382,11 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
         session.flush()
-        if engine is not None:
-            engine.tell(row.arch_id, measured_values(row))
-            store.engines.changed(search)
-        quality.record_result(session, search, row, engine)
+        if row.round == 0:  # a re-measurement is the search's business, not the engine's
+            if engine is not None:
+                engine.tell(row.arch_id, measured_values(row))
+                store.engines.changed(search)
+            quality.record_result(session, search, row, engine)
         if engine is not None:
             advance(store, session, search)
     log_event(

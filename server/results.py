@@ -15,12 +15,12 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
@@ -53,10 +53,26 @@ class Told:
 
 
 @dataclass(frozen=True)
-class Uncertainty:
-    """A measured result's hardware values as intervals meant to contain a re-measurement,
-    drift-corrected values, and the frontier group it belongs to (beside its Told)."""
+class Again:
+    """A re-measurement of a told candidate (a job of round > 0, server.remeasure)."""
 
+    id: int
+    arch_id: str
+    latency: float | None  # None: the re-measurement failed
+    memory: float | None
+    busy: bool
+    reference: tuple[float, float] | None
+    reference_key: tuple[str, str] | None
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """A measured result's best estimate: its hardware values (the geometric mean of its
+    quiet measurements), intervals meant to contain a re-measurement, drift-corrected values,
+    and the frontier group it belongs to."""
+
+    values: dict[str, float]
+    measurements: int
     intervals: dict[str, tuple[float, float]]
     corrected: dict[str, float]
     group: str | None  # arch id of the nominal frontier point it cannot be told apart from
@@ -64,25 +80,35 @@ class Uncertainty:
 
 @dataclass
 class ResultTable:
-    """A search's told results and, derived from them, its noise model and frontier.
+    """A search's told results and, derived from them and their re-measurements, its noise
+    model and frontier.
 
     The frontier is the frontier beyond noise (`search.pareto.front_beyond_noise`): a
-    result is off it only when another's interval lies wholly better; busy results never
-    enter it. It is recomputed when results arrive, since each reference reading moves every
-    interval.
+    result is off it only when another's interval lies wholly better; a result with no quiet
+    measurement (all busy) never enters it. It is recomputed when results arrive, since each
+    reference reading or re-measurement moves the intervals.
     """
 
     search_id: int
-    objectives: list[str]
-    device: str = "cpu"
-    confidence: float = 0.95
+    request: SearchCreate
     rows: list[Told] = field(default_factory=list)
     frontier: list[Told] = field(default_factory=list)
     uncertainty: dict[str, Uncertainty] = field(default_factory=dict)  # frontier members
     noise: NoiseModel | None = None
     plain_frontier: int = 0  # size of the nominal frontier, for comparison
     stamp: Any = None  # the normalisation the hypervolumes were read under
+    seen_again: set[int] = field(default_factory=set)  # ids of the re-measurements read
     _readings: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    _again: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # quiet ones
+    _by_arch: dict[str, Told] = field(default_factory=dict)
+
+    @property
+    def objectives(self) -> list[str]:
+        return list(self.request.objectives)
+
+    @property
+    def confidence(self) -> float:
+        return self.request.noise.confidence
 
     @property
     def epoch(self) -> str:
@@ -94,24 +120,37 @@ class ResultTable:
     def last(self) -> int:
         return self.rows[-1].seq if self.rows else 0
 
-    def add(self, new: list[Told]) -> None:
-        """Append results; refit the noise model and the frontier when any came."""
-        if not new and self.noise is not None:
+    def add(self, new: list[Told], again: list[Again] = ()) -> None:
+        """Append results and re-measurements; refit the noise model and the frontier when
+        any came."""
+        if not new and not again and self.noise is not None:
             return
         self.rows.extend(new)
         for t in new:
+            self._by_arch[t.arch_id] = t
             if t.reference_key is not None and t.reference is not None:
                 self._readings[t.reference_key] = t.reference
-        self.noise = fit(self._groups(), self.device)
+        for a in again:
+            self.seen_again.add(a.id)
+            if a.reference_key is not None and a.reference is not None:
+                self._readings[a.reference_key] = a.reference
+            if a.latency is not None and not a.busy:
+                self._again.setdefault(a.arch_id, []).append((a.latency, a.memory))
+        self.noise = fit(self._groups(), self.request.measurement.device)
         self._frontier()
 
+    def quiet_measurements(self, t: Told) -> list[tuple[float, float]]:
+        """(latency, memory) of every measurement of `t` not flagged busy."""
+        first = t.values.get("latency_ms"), t.values.get("memory_mb")
+        mine = [first] if t.status == "measured" and not t.busy and first[0] is not None else []
+        return mine + self._again.get(t.arch_id, [])
+
     def _groups(self) -> dict[str, list[list[float]]]:
-        """Repeated measurements by metric: the reference readings are one architecture's."""
-        readings = list(self._readings.values())
-        return {
-            "latency_ms": [[r[0] for r in readings]],
-            "memory_mb": [[r[1] for r in readings]],
-        }
+        """Repeated measurements by metric: the reference readings (one architecture's) and
+        every candidate measured more than once."""
+        repeated = [list(self._readings.values())]
+        repeated += [m for t in self.rows if len(m := self.quiet_measurements(t)) > 1]
+        return {metric: [[v[i] for v in g] for g in repeated] for i, metric in enumerate(METRICS)}
 
     def reference_level(self) -> tuple[float, float] | None:
         """The median reference reading (latency, memory): what drift is corrected to."""
@@ -123,48 +162,65 @@ class ResultTable:
     def reference_readings(self) -> int:
         return len(self._readings)
 
-    def describe(
-        self,
-        values: dict[str, float | None],
-        reference: tuple[float, float] | None,
-        group: str | None = None,
-    ) -> Uncertainty:
-        """Intervals (at the search's confidence) and drift-corrected values of a result's
-        `values`, measured next to the `reference` reading (latency, memory)."""
+    def describe(self, arch_id: str, group: str | None = None) -> Uncertainty | None:
+        """The best estimate of a told architecture's hardware values, their intervals (at
+        the search's confidence) and drift-corrected values; None without a quiet
+        measurement. Drift is corrected by the reference reading beside the first one."""
+        t = self._by_arch.get(arch_id)
+        if t is None:
+            return None
+        quiet = self.quiet_measurements(t)
+        measured = quiet or (
+            [(t.values["latency_ms"], t.values["memory_mb"])]
+            if t.status == "measured" and t.values.get("latency_ms") is not None
+            else []
+        )  # a busy-only result still has values and intervals, just no place on the frontier
+        if not measured:
+            return None
         assert self.noise is not None
         level = self.reference_level()
-        intervals, corrected = {}, {}
+        values, intervals, corrected = {}, {}, {}
         for i, metric in enumerate(METRICS):
-            value = values.get(metric)
-            if value is None:
-                continue
-            intervals[metric] = self.noise.interval(metric, value, self.confidence)
-            reading = reference[i] if reference else None
+            value = float(np.exp(np.mean(np.log([m[i] for m in measured]))))
+            values[metric] = value
+            intervals[metric] = self.noise.interval(metric, value, self.confidence, len(measured))
+            reading = t.reference[i] if t.reference else None
             corrected[metric] = value * drift_factor(reading, level[i] if level else None)
-        return Uncertainty(intervals=intervals, corrected=corrected, group=group)
+        return Uncertainty(values, len(quiet), intervals, corrected, group)
 
     def _frontier(self) -> None:
-        pool = [
-            t
-            for t in self.rows
-            if t.feasible and not t.busy and all(t.values[o] is not None for o in self.objectives)
-        ]
-        signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in self.objectives])
-        nominal = np.array([[t.values[o] for o in self.objectives] for t in pool], dtype=float)
-        nominal = nominal.reshape(len(pool), len(self.objectives))
+        objectives = self.objectives
+        request = self.request
+        pool: list[tuple[Told, Uncertainty]] = []
+        for t in self.rows:
+            if not self.quiet_measurements(t):
+                continue
+            u = self.describe(t.arch_id)
+            values = {**t.values, **u.values}
+            feasible = feasibility(request, "measured", values["latency_ms"], values["memory_mb"])
+            if feasible and all(values[o] is not None for o in objectives):
+                pool.append((t, u))
+        signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
+        shape = (len(pool), len(objectives))
+        nominal = np.array(
+            [[{**t.values, **u.values}[o] for o in objectives] for t, u in pool], dtype=float
+        ).reshape(shape)
         low, high = nominal.copy(), nominal.copy()
-        assert self.noise is not None
-        for j, objective in enumerate(self.objectives):
+        for j, objective in enumerate(objectives):
             if objective in METRICS:  # measured: known to within the noise; the rest exact
-                half = self.noise.half_width(objective, self.confidence)
-                low[:, j], high[:, j] = nominal[:, j] * np.exp(-half), nominal[:, j] * np.exp(half)
+                low[:, j] = [u.intervals[objective][0] for _, u in pool]
+                high[:, j] = [u.intervals[objective][1] for _, u in pool]
         # Minimised form: a maximised objective's worst case is its low end.
         lo, hi = np.minimum(low * signs, high * signs), np.maximum(low * signs, high * signs)
         mask, group = front_beyond_noise(nominal * signs, lo, hi)
         self.plain_frontier = int(sum(1 for i, g in enumerate(group) if g == i))
-        members = [(t, pool[g].arch_id) for t, keep, g in zip(pool, mask, group) if keep]
+        members = [
+            (t, replace(u, group=pool[g][0].arch_id))
+            for (t, u), keep, g in zip(pool, mask, group)
+            if keep
+        ]
         self.frontier = sorted((t for t, _ in members), key=lambda t: t.seq)
-        self.uncertainty = {t.arch_id: self.describe(t.values, t.reference, g) for t, g in members}
+        self.uncertainty = {t.arch_id: u for t, u in members}
 
 
 class ResultTables:
@@ -184,18 +240,12 @@ class ResultTables:
             table = self._tables.get(search.id)
             if table is None or table.stamp != search.normalisation:
                 request = SearchCreate.model_validate(search.request)
-                table = ResultTable(
-                    search.id,
-                    list(request.objectives),
-                    device=request.measurement.device,
-                    confidence=request.noise.confidence,
-                    stamp=search.normalisation,
-                )
+                table = ResultTable(search.id, request, stamp=search.normalisation)
                 self._tables[search.id] = table
             self._tables.move_to_end(search.id)
             while len(self._tables) > self._keep:
                 self._tables.popitem(last=False)
-            table.add(_read(session, search, table.last))
+            table.add(_read(session, search, table.last), _read_again(session, search, table))
             return table
 
 
@@ -255,6 +305,55 @@ def _told(row: Any, request: SearchCreate) -> Told:
         finished_at=finished_at,
         prediction=prediction,
         busy=bool(busy),
-        reference=(reference["latency_ms"], reference["peak_memory_mb"]) if reference else None,
+        reference=_reading(reference),
         reference_key=(agent, reference["measured_at"]) if reference else None,
     )
+
+
+def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list[Again]:
+    """The search's finished re-measurements the table has not read (they finish in any
+    order, so by id, not by a high-water mark; counted first, read only when new ones came)."""
+    finished = (
+        CandidateRow.search_id == search.id,
+        CandidateRow.round > 0,
+        CandidateRow.status.in_(("measured", "failed")),
+    )
+    count = session.scalar(select(func.count()).select_from(CandidateRow).where(*finished))
+    if count == len(table.seen_again):
+        return []
+    query = (
+        select(
+            CandidateRow.id,
+            CandidateRow.arch_id,
+            CandidateRow.status,
+            MeasurementRow.latency_ms,
+            MeasurementRow.peak_memory_mb,
+            MeasurementRow.busy,
+            MeasurementRow.agent_id,
+            MeasurementRow.result["reference"],
+        )
+        .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
+        .where(*finished)
+        .order_by(CandidateRow.id)
+    )
+    out = []
+    for job_id, arch_id, status, latency, memory, busy, agent, reference in session.execute(query):
+        if job_id in table.seen_again:
+            continue
+        measured = status == "measured" and latency is not None
+        out.append(
+            Again(
+                id=job_id,
+                arch_id=arch_id,
+                latency=latency if measured else None,
+                memory=memory if measured else None,
+                busy=bool(busy),
+                reference=_reading(reference),
+                reference_key=(agent, reference["measured_at"]) if reference else None,
+            )
+        )
+    return out
+
+
+def _reading(reference: dict | None) -> tuple[float, float] | None:
+    return (reference["latency_ms"], reference["peak_memory_mb"]) if reference else None

@@ -8,7 +8,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
 from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
-from server import quality
+from server import quality, remeasure
 from server.db import AgentRow, CandidateRow, SearchRow
 from server.logs import log_event
 from server.store import Store, enqueue, get_search
@@ -72,7 +72,7 @@ def advance(store: Store, session: Session, search: SearchRow) -> None:
         for row, values in enqueue(session, search, batch, store.now()):
             engine.tell(row.arch_id, values)
             quality.record_result(session, search, row, engine)
-    if engine.finished:
+    if engine.finished and not remeasure.queue(store, session, search, slots):
         search.status = "finished"
         search.finish_reason = engine.finish_reason
         search.finished_at = store.now()
@@ -92,21 +92,25 @@ def hypervolume_trace(store: Store, search_id: int) -> HypervolumeTrace:
 
 def census(session: Session, search_id: int) -> Census:
     """Counts over the search's candidate rows, by the database (no row is loaded)."""
+    again = CandidateRow.round > 0
     query = (
         select(
+            again,
             CandidateRow.status,
             func.count(),
             func.sum(case((CandidateRow.reused, 1), else_=0)),
             func.max(CandidateRow.generation),
         )
         .where(CandidateRow.search_id == search_id)
-        .group_by(CandidateRow.status)
+        .group_by(again, CandidateRow.status)
     )
     rows = session.execute(query).all()
+    candidates = [r[1:] for r in rows if not r[0]]
     return Census(
-        by_status={status: n for status, n, _, _ in rows},
-        reused=sum(int(r or 0) for _, _, r, _ in rows),
-        generation=max((g or 0 for *_, g in rows), default=0),
+        by_status={status: n for status, n, _, _ in candidates},
+        reused=sum(int(r or 0) for _, _, r, _ in candidates),
+        generation=max((g or 0 for *_, g in candidates), default=0),
+        remeasures={status: n for again, status, n, _, _ in rows if again},
     )
 
 
@@ -137,7 +141,9 @@ def list_candidates(
         search = get_search(session, search_id)
         request = SearchCreate.model_validate(search.request)
         table = store.results.get(session, search)
-        query = select(CandidateRow).where(CandidateRow.search_id == search_id)
+        query = select(CandidateRow).where(
+            CandidateRow.search_id == search_id, CandidateRow.round == 0
+        )
         if status is not None:
             query = query.where(CandidateRow.status == status)
         query = query.order_by(CandidateRow.id).offset(offset).limit(limit)
@@ -152,7 +158,9 @@ def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
         table = store.results.get(session, search)
         front = [t.arch_id for t in table.frontier]
         query = select(CandidateRow).where(
-            CandidateRow.search_id == search_id, CandidateRow.arch_id.in_(front)
+            CandidateRow.search_id == search_id,
+            CandidateRow.round == 0,
+            CandidateRow.arch_id.in_(front),
         )
         rows = sorted(session.scalars(query).unique(), key=lambda r: r.result_seq)
         return [candidate_info(r, request, table) for r in rows]

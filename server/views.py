@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from archvocab.wire import (
@@ -45,12 +45,10 @@ def candidate_info(row: CandidateRow, request: SearchCreate, table: ResultTable)
         failure = Failure(kind=row.failure_kind or "error", message=row.failure_message or "")
     values = objective_values(row, request)
     on_frontier = row.arch_id in table.uncertainty
-    noise = table.uncertainty.get(row.arch_id)
+    noise = table.uncertainty.get(row.arch_id) or table.describe(row.arch_id)
+    if noise is not None:  # the best estimate: over every quiet measurement of it
+        values.update(noise.values)
     m = row.measurement
-    if noise is None and m is not None and row.status == "measured":
-        reference = m.result.get("reference")
-        reading = (reference["latency_ms"], reference["peak_memory_mb"]) if reference else None
-        noise = table.describe(values, reading)
     return CandidateInfo(
         arch_id=row.arch_id,
         generation=row.generation,
@@ -66,16 +64,19 @@ def candidate_info(row: CandidateRow, request: SearchCreate, table: ResultTable)
         corrected=dict(noise.corrected) if noise else {},
         frontier_group=noise.group if noise and on_frontier else None,
         busy=bool(m.busy) if m else False,
+        measurements=noise.measurements if noise else 0,
     )
 
 
 @dataclass(frozen=True)
 class Census:
-    """What a search's candidate rows add up to, counted by the database."""
+    """What a search's candidate rows add up to, counted by the database; re-measurement
+    jobs (round > 0) apart from the candidates."""
 
     by_status: dict[str, int]
     reused: int
     generation: int
+    remeasures: dict[str, int] = field(default_factory=dict)  # by status
 
 
 def progress(request: SearchCreate, census: Census, table: ResultTable) -> Progress:
@@ -90,7 +91,15 @@ def progress(request: SearchCreate, census: Census, table: ResultTable) -> Progr
         reused=census.reused,
         generation=census.generation,
         hypervolume=latest_hypervolume(table.rows),
+        remeasured=census.remeasures.get("measured", 0) + census.remeasures.get("failed", 0),
+        remeasuring=census.remeasures.get("queued", 0) + census.remeasures.get("running", 0),
+        remeasure_budget=remeasure_budget(request),
     )
+
+
+def remeasure_budget(request: SearchCreate) -> int:
+    """How many re-measurements a search may spend: its share of the budget."""
+    return int(request.noise.remeasure_share * request.budget.max_evaluations)
 
 
 def best_so_far(table: ResultTable, request: SearchCreate) -> list[ObjectiveBest]:

@@ -7,6 +7,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from factories import dominates, minimised, register, search_request, synthetic_measurement
+
 from search.noise import fit, prior
 
 READINGS = [10.0, 10.4, 9.7, 10.1, 9.9, 10.6, 9.8, 10.2]  # the reference's latency, ms
@@ -14,12 +15,17 @@ READINGS = [10.0, 10.4, 9.7, 10.1, 9.9, 10.6, 9.8, 10.2]  # the reference's late
 QUIET = [10.0 * (1 + 0.01 * math.sin(i)) for i in range(24)]
 
 
-def play_with_references(client, agent_id: str, readings: list[float]) -> list[dict]:
-    """Claim and report every job; job i was measured next to reference reading i (mod n),
-    taken one minute apart. Returns the leases."""
-    leases = []
+def play_with_references(
+    client, agent_id: str, readings: list[float], max_jobs: int = 10_000
+) -> list[dict]:
+    """Claim and report jobs (all, or `max_jobs`); job i was measured next to reference
+    reading i (mod n), taken one minute apart. Returns the leases."""
+    leases: list[dict] = []
     start = datetime(2026, 11, 25, tzinfo=UTC)
-    while (claimed := client.post(f"/api/v1/agents/{agent_id}/claim")).status_code == 200:
+    while (
+        len(leases) < max_jobs
+        and (claimed := client.post(f"/api/v1/agents/{agent_id}/claim")).status_code == 200
+    ):
         lease = claimed.json()
         i = len(leases) % len(readings)
         measurement = synthetic_measurement(lease["spec"])
@@ -133,3 +139,68 @@ def test_noise_settings_out_of_range_get_422_naming_the_field_and_range(client):
         assert response.status_code == 422, (noise, response.text)
         assert field in response.text and phrase in response.text, (noise, response.text)
     assert client.get("/api/v1/searches").json() == []
+
+
+def test_points_the_noise_cannot_separate_are_measured_again_before_the_search_ends(client):
+    request = search_request(
+        objectives=["decoder_params", "latency_ms"],
+        budget={"max_evaluations": 24},
+        noise={"remeasure_share": 0.25, "max_measurements": 3},
+    )
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    agent = register(client)
+    leases = play_with_references(client, agent, QUIET)
+    url = f"/api/v1/searches/{search_id}"
+    info = client.get(url).json()
+    progress = info["progress"]
+    assert info["status"] == "finished"
+    assert progress["measured"] == 24 and progress["remeasure_budget"] == 6
+    again = leases[24:]  # the re-measurement jobs came after the budget's candidates
+    assert 0 < len(again) == progress["remeasured"] <= 6 and progress["remeasuring"] == 0
+    remeasured = {lease["arch_id"] for lease in again}
+    candidates = {c["arch_id"]: c for c in client.get(f"{url}/candidates").json()}
+    assert len(candidates) == 24  # re-measurements are not candidates of their own
+    for arch_id in remeasured:
+        c = candidates[arch_id]
+        n = 1 + sum(lease["arch_id"] == arch_id for lease in again)
+        assert c["measurements"] == n <= 3
+        # the synthetic device repeats itself exactly: the mean is the value
+        assert math.isclose(c["objectives"]["latency_ms"], c["measurement"]["latency_ms"])
+    # The engine never saw them: the proposals are those of the same search without them.
+    # (other settings, so that nothing comes from the measurement cache)
+    measurement = {**request["measurement"], "min_samples": 6}
+    twin_request = {**request, "noise": {"remeasure_share": 0}, "measurement": measurement}
+    twin = client.post("/api/v1/searches", json=twin_request).json()["id"]
+    twin_leases = play_with_references(client, agent, QUIET)
+    assert [lease["arch_id"] for lease in twin_leases] == [
+        lease["arch_id"] for lease in leases[:24]
+    ]
+    assert client.get(f"/api/v1/searches/{twin}").json()["progress"]["remeasured"] == 0
+
+
+def test_a_re_measurement_counts_once_and_a_lost_lease_goes_back_to_the_queue(client, clock):
+    request = search_request(
+        objectives=["decoder_params", "latency_ms"],
+        budget={"max_evaluations": 24},
+        noise={"remeasure_share": 0.1},
+    )
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    first = register(client)
+    play_with_references(client, first, QUIET, max_jobs=24)
+    url = f"/api/v1/searches/{search_id}"
+    assert client.get(url).json()["progress"]["remeasuring"] >= 1
+    lost = client.post(f"/api/v1/agents/{first}/claim").json()
+    clock.advance(3600)  # its agent died: the lease runs out and the job is given out again
+    second = register(client)
+    lease = client.post(f"/api/v1/agents/{second}/claim").json()
+    assert lease["job_id"] == lost["job_id"] and lease["lease_id"] != lost["lease_id"]
+    result = {
+        "agent_id": second,
+        "lease_id": lease["lease_id"],
+        "measurement": synthetic_measurement(lease["spec"]),
+    }
+    receipts = [
+        client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result).json() for _ in range(2)
+    ]
+    assert [r["duplicate"] for r in receipts] == [False, True]
+    assert client.get(url).json()["progress"]["remeasured"] == 1

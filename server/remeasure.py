@@ -1,0 +1,92 @@
+"""Telling frontier points apart: the re-measurements a search queues before it finishes.
+
+When the engine has spent the budget, some frontier points may still be within the noise of
+each other (one `frontier_group` holding several points). Each such point is measured again
+as a job of its own (a candidate row of round k > 0: claimed, leased and reported exactly
+once like any job, by whichever agent of the class is free, in a new process), and its values
+become the geometric mean of its quiet measurements, whose interval narrows with each one
+(`search.noise`). This goes on, a batch of free slots at a time, until every group has one
+member, every grouped point has `max_measurements`, or `remeasure_share` of the budget is
+spent; then the search finishes. The engine never hears of re-measurements: the proposals
+are what they would have been.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from archvocab.wire import SearchCreate
+from server.db import CandidateRow, SearchRow
+from server.logs import log_event
+from server.results import ResultTable
+from server.store import Store
+from server.views import remeasure_budget
+
+
+def queue(store: Store, session: Session, search: SearchRow, slots: int) -> bool:
+    """Queue up to `slots` re-measurements of frontier points the noise cannot tell apart;
+    True while the search has any queued or running (it must not finish yet)."""
+    request = SearchCreate.model_validate(search.request)
+    rows = session.execute(
+        select(CandidateRow.status, func.count())
+        .where(CandidateRow.search_id == search.id, CandidateRow.round > 0)
+        .group_by(CandidateRow.status)
+    ).all()
+    by_status = dict(rows)
+    if by_status.get("queued", 0) + by_status.get("running", 0):
+        return True
+    spent = sum(n for status, n in rows if status != "cancelled")
+    left = remeasure_budget(request) - spent
+    if left <= 0:
+        return False
+    picks = choose(store.results.get(session, search), request.noise.max_measurements)
+    picks = picks[: min(left, slots)]
+    if not picks:
+        return False
+    rounds = dict(
+        session.execute(
+            select(CandidateRow.arch_id, func.max(CandidateRow.round))
+            .where(CandidateRow.search_id == search.id, CandidateRow.arch_id.in_(picks))
+            .group_by(CandidateRow.arch_id)
+        ).all()
+    )
+    first = {
+        arch: generation
+        for arch, generation in session.execute(
+            select(CandidateRow.arch_id, CandidateRow.generation).where(
+                CandidateRow.search_id == search.id,
+                CandidateRow.round == 0,
+                CandidateRow.arch_id.in_(picks),
+            )
+        )
+    }
+    session.add_all(
+        CandidateRow(
+            search_id=search.id,
+            arch_id=arch,
+            round=rounds[arch] + 1,
+            generation=first[arch],
+            status="queued",
+        )
+        for arch in picks
+    )
+    session.flush()
+    log_event("search.remeasure", search_id=search.id, queued=len(picks), spent=spent)
+    return True
+
+
+def choose(table: ResultTable, max_measurements: int) -> list[str]:
+    """Frontier points in a group of several, fewest measurements first (then the order they
+    were told), each below `max_measurements`."""
+    groups: dict[str, int] = {}
+    for u in table.uncertainty.values():
+        groups[u.group] = groups.get(u.group, 0) + 1
+    crowded = [
+        t
+        for t in table.frontier
+        if groups[table.uncertainty[t.arch_id].group] > 1
+        and table.uncertainty[t.arch_id].measurements < max_measurements
+    ]
+    crowded.sort(key=lambda t: (table.uncertainty[t.arch_id].measurements, t.seq))
+    return [t.arch_id for t in crowded]
