@@ -65,6 +65,32 @@ def load_avg(roots: Roots = DEFAULT_ROOTS) -> list[float]:
         return []
 
 
+def cpu_busy_seconds(cpus: list[int], roots: Roots = DEFAULT_ROOTS) -> float | None:
+    """Seconds the CPUs in `cpus` (all of them when empty) have spent not idle since boot, by
+    every process: /proc/stat's per-CPU user, nice, system, irq, softirq and steal times.
+    None where /proc/stat is unreadable."""
+    text = _read(roots.proc / "stat")
+    if text is None:
+        return None
+    wanted = {f"cpu{n}" for n in cpus}
+    ticks = 0
+    found = False
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if not name.startswith("cpu") or name == "cpu" or (wanted and name not in wanted):
+            continue
+        fields = rest.split()
+        try:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+        except ValueError:
+            return None
+        ticks += user + nice + system + irq + softirq + steal
+        found = True
+    if not found:
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_affinity() -> list[int]:
     """The CPUs this process may run on (empty where the OS does not say)."""
     try:

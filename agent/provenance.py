@@ -18,6 +18,7 @@ from agent.hostinfo import (
     DEFAULT_ROOTS,
     Roots,
     cpu_affinity,
+    cpu_busy_seconds,
     cpu_max_mhz,
     cpu_mhz,
     cpu_model,
@@ -42,6 +43,8 @@ __all__ = [
 HOT_C = 90.0
 FREQ_DROP = 0.9  # the clock fell below 90% of where it was: thermal or power throttling
 MIN_CPU_SHARE = 0.85  # a single-threaded run that got less than this was descheduled
+# Other processes may use the cores our threads leave free, plus this much, while we time.
+OTHERS_SLACK_CORES = 0.25
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class Snapshot:
     temperature_c: float | None  # CPU thermal zone or hwmon sensor; None when unreadable
     process_cpu_s: float  # time.process_time()
     wall_s: float  # time.perf_counter()
+    # Non-idle seconds of our usable CPUs, by every process (/proc/stat); None when unreadable.
+    cpus_busy_s: float | None = None
 
 
 def snapshot(roots: Roots = DEFAULT_ROOTS) -> Snapshot:
@@ -63,6 +68,7 @@ def snapshot(roots: Roots = DEFAULT_ROOTS) -> Snapshot:
         temperature_c=temperature_c(roots),
         process_cpu_s=time.process_time(),
         wall_s=time.perf_counter(),
+        cpus_busy_s=cpu_busy_seconds(cpu_affinity(), roots),
     )
 
 
@@ -72,6 +78,16 @@ def cpu_share(before: Snapshot, after: Snapshot, threads: int) -> float | None:
     if wall <= 0 or threads < 1:
         return None
     return max(0.0, (after.process_cpu_s - before.process_cpu_s) / (wall * threads))
+
+
+def others_cores(before: Snapshot, after: Snapshot) -> float | None:
+    """Cores' worth of our usable CPUs that other processes used between two snapshots: all
+    non-idle CPU time there minus our own, over the wall time."""
+    wall = after.wall_s - before.wall_s
+    if before.cpus_busy_s is None or after.cpus_busy_s is None or wall <= 0:
+        return None
+    ours = after.process_cpu_s - before.process_cpu_s
+    return max(0.0, (after.cpus_busy_s - before.cpus_busy_s - ours) / wall)
 
 
 def busy_reasons(
@@ -85,7 +101,16 @@ def busy_reasons(
 ) -> list[str]:
     """Why the numbers may be disturbed, one short sentence each; [] when all looked quiet."""
     reasons = []
-    if before.load_avg and before.load_avg[0] > cores:
+    # What ran beside us during the timed phase itself; the load average (a minute's decaying
+    # mean, which lags by a minute either way) only where the CPU times cannot be read.
+    others = others_cores(before, after)
+    if others is not None:
+        if others > cores - threads + OTHERS_SLACK_CORES:
+            reasons.append(
+                f"other processes used {others:.2f} of the {cores} usable cores while timing "
+                f"({threads} thread(s) of ours; more than {cores - threads + OTHERS_SLACK_CORES:g})"
+            )
+    elif before.load_avg and before.load_avg[0] > cores:
         reasons.append(
             f"1-minute load average {before.load_avg[0]:.2f} exceeded the {cores} usable cores"
         )

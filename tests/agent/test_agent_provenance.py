@@ -59,6 +59,7 @@ def snap(
     temp: float | None = 50.0,
     cpu_s: float = 0.0,
     wall_s: float = 0.0,
+    cpus_busy_s: float | None = None,
 ) -> Snapshot:
     return Snapshot(
         load_avg=[0.1, 0.1, 0.1] if load is None else load,
@@ -66,6 +67,7 @@ def snap(
         temperature_c=temp,
         process_cpu_s=cpu_s,
         wall_s=wall_s,
+        cpus_busy_s=cpus_busy_s,
     )
 
 
@@ -159,6 +161,40 @@ def test_each_busy_reason_says_what_and_how_much(
     assert len(reasons) == 1
     for word in words:
         assert word in reasons[0]
+
+
+def test_other_processes_on_our_cores_while_timing_make_it_busy() -> None:
+    # 10 s timed on 4 cores, one thread of ours busy all along
+    before = snap(cpu_s=0.0, wall_s=0.0, cpus_busy_s=100.0)
+    quiet = snap(cpu_s=10.0, wall_s=10.0, cpus_busy_s=100.0 + 10.0 + 30.0)  # others: 3 cores
+    crowded = snap(cpu_s=10.0, wall_s=10.0, cpus_busy_s=100.0 + 10.0 + 34.0)  # others: 3.4
+    assert provenance.others_cores(before, quiet) == pytest.approx(3.0)
+    assert busy_reasons(before, quiet, threads=1, cores=4, max_mhz=None, share=1.0) == []
+    (reason,) = busy_reasons(before, crowded, threads=1, cores=4, max_mhz=None, share=1.0)
+    assert "other processes used 3.40 of the 4 usable cores" in reason
+
+
+def test_the_cpu_times_of_the_timed_phase_overrule_a_lagging_load_average() -> None:
+    # A minute of load that has ended: the load average still says so, the CPUs do not.
+    before = snap(load=[6.5, 2.0, 1.0], cpus_busy_s=50.0)
+    after = snap(load=[5.9, 2.0, 1.0], cpu_s=1.0, wall_s=1.0, cpus_busy_s=51.2)
+    assert busy_reasons(before, after, threads=1, cores=4, max_mhz=None, share=1.0) == []
+
+
+def test_cpu_busy_seconds_reads_the_usable_cpus_of_proc_stat(tmp_path) -> None:
+    roots = hostinfo.Roots(proc=tmp_path / "proc", sys=tmp_path / "sys")
+    write(
+        roots.proc / "stat",
+        "cpu  300 0 30 900 0 0 0 0 0 0\n"
+        "cpu0 100 0 10 300 5 1 1 1 0 0\n"
+        "cpu1 200 0 20 600 5 0 0 0 0 0\n"
+        "intr 1 2 3\n",
+    )
+    tick = os.sysconf("SC_CLK_TCK")
+    assert hostinfo.cpu_busy_seconds([0], roots) == pytest.approx(113 / tick)
+    assert hostinfo.cpu_busy_seconds([], roots) == pytest.approx((113 + 220) / tick)
+    assert hostinfo.cpu_busy_seconds([7], roots) is None
+    assert hostinfo.cpu_busy_seconds([0], hostinfo.Roots(proc=tmp_path / "none")) is None
 
 
 def test_low_share_is_normal_with_several_threads() -> None:
