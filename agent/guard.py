@@ -106,8 +106,8 @@ def estimate_job(
     """The estimate for measuring `spec` as `settings` says (and computing `proxies`)."""
     weights = footprint.weight_bytes(spec)
     batch, seq = settings.batch_size, settings.seq_len
-    activations = footprint.activation_bytes(spec, batch, seq)
-    shape = f"batch {batch} x seq {seq}"
+    activations = footprint.activation_bytes(spec, batch, seq, output=settings.output)
+    shape = f"batch {batch} x seq {seq}, output {settings.output}"
     if settings.runtime == "onnxruntime":
         copies, factor, reserve = _ONNX
         steps = [

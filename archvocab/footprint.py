@@ -36,18 +36,24 @@ def weight_bytes(spec: ArchSpec, element_bytes: int = FLOAT32_BYTES) -> int:
     return spec.total_params() * element_bytes
 
 
-def activation_elements(spec: ArchSpec, batch_size: int, seq_len: int) -> int:
-    """An upper bound on the activation elements alive at once in one forward pass."""
+def activation_elements(spec: ArchSpec, batch_size: int, seq_len: int, output: str = "all") -> int:
+    """An upper bound on the activation elements alive at once in one forward pass; with
+    `output` "last" a vocabulary head scores the last position only (MeasurementSettings)."""
     count = _ACTIVATIONS.get(spec.kind)
     if count is None:
         return spec.total_params()
-    return count(spec, batch_size, seq_len)
+    head_tokens = batch_size if output == "last" else batch_size * seq_len
+    return count(spec, batch_size, seq_len, head_tokens)
 
 
 def activation_bytes(
-    spec: ArchSpec, batch_size: int, seq_len: int, element_bytes: int = FLOAT32_BYTES
+    spec: ArchSpec,
+    batch_size: int,
+    seq_len: int,
+    element_bytes: int = FLOAT32_BYTES,
+    output: str = "all",
 ) -> int:
-    return activation_elements(spec, batch_size, seq_len) * element_bytes
+    return activation_elements(spec, batch_size, seq_len, output) * element_bytes
 
 
 def _scores(batch: int, heads: int, queries: int, keys: int) -> int:
@@ -71,13 +77,13 @@ def _head_weight_copy(spec: GPT2Spec | TransXLSpec, always: bool) -> int:
     return ((cutoffs[0] if cutoffs else spec.vocab_size) + len(cutoffs)) * spec.d_embed
 
 
-def _gpt2(spec: GPT2Spec, batch: int, seq: int) -> int:
+def _gpt2(spec: GPT2Spec, batch: int, seq: int, head_tokens: int) -> int:
     tokens, d = batch * seq, spec.d_model
     embedding = 4 * tokens * max(d, spec.d_embed)  # lookups, projections, scale, positions
     attention = 9 * tokens * d
     feed_forward = 2 * tokens * d + 2 * tokens * max(spec.d_inner)  # Linear, GELU
-    head = _output_head(tokens, spec.vocab_size, bool(spec.cutoffs))
-    head += 2 * tokens * spec.d_embed + _head_weight_copy(spec, always=False)
+    head = _output_head(head_tokens, spec.vocab_size, bool(spec.cutoffs))
+    head += 2 * head_tokens * spec.d_embed + _head_weight_copy(spec, always=False)
     return 2 * tokens * d + embedding + attention + feed_forward + head
 
 
@@ -92,7 +98,8 @@ def _flexibert_mixing(hidden: int, layer: EncoderLayer, batch: int, seq: int) ->
     return (2 * kernel + 8) * tokens * hidden + 2 * tokens * heads * kernel
 
 
-def _flexibert(spec: FlexiBERTSpec, batch: int, seq: int) -> int:
+def _flexibert(spec: FlexiBERTSpec, batch: int, seq: int, _head_tokens: int) -> int:
+    """An encoder: every position's hidden state is the output, whatever `output` says."""
     tokens, hidden = batch * seq, spec.hidden_size
     embedding = 6 * tokens * max(hidden, spec.embedding_size)
     mixing = max(_flexibert_mixing(hidden, layer, batch, seq) for layer in spec.layers)
@@ -100,7 +107,7 @@ def _flexibert(spec: FlexiBERTSpec, batch: int, seq: int) -> int:
     return 4 * tokens * hidden + embedding + mixing + feed_forward
 
 
-def _transxl(spec: TransXLSpec, batch: int, seq: int) -> int:
+def _transxl(spec: TransXLSpec, batch: int, seq: int, head_tokens: int) -> int:
     tokens, d = batch * seq, spec.d_model
     keys = seq + spec.mem_len
     width = max(spec.attention_widths())
@@ -111,23 +118,24 @@ def _transxl(spec: TransXLSpec, batch: int, seq: int) -> int:
     attention = context + scores + seq * keys + 6 * tokens * max(d, width)
     feed_forward = 2 * tokens * d + 2 * tokens * max(spec.d_inner)  # Linear, ReLU
     embedding = 4 * tokens * max(d, spec.d_embed)
-    head = _output_head(tokens, spec.vocab_size, bool(spec.cutoffs))
-    head += 2 * tokens * spec.d_embed + _head_weight_copy(spec, always=True)
+    head = _output_head(head_tokens, spec.vocab_size, bool(spec.cutoffs))
+    head += 2 * head_tokens * spec.d_embed + _head_weight_copy(spec, always=True)
     return 2 * tokens * d + embedding + attention + feed_forward + head
 
 
-def _rnncell(spec: RNNCellSpec, batch: int, seq: int) -> int:
+def _rnncell(spec: RNNCellSpec, batch: int, seq: int, head_tokens: int) -> int:
     tokens = batch * seq
     widths = spec.layer_widths()
     states = spec.cell.n_states * batch * sum(d_out for _, d_out in widths)
     # every layer's step outputs and their stacked copy (run_layers keeps each layer's)
     outputs = 2 * tokens * sum(d_out for _, d_out in widths)
     step = (len(spec.cell.nodes) + 2) * batch * max(d_out for _, d_out in widths)
-    head = _output_head(tokens, spec.vocab_size, clustered=False)
+    head = _output_head(head_tokens, spec.vocab_size, clustered=False)
     return tokens * spec.d_embed + 3 * states + outputs + step + head
 
 
-_ACTIVATIONS: dict[str, Callable[[Any, int, int], int]] = {
+# kind -> (spec, batch, seq, tokens the output head scores) -> elements
+_ACTIVATIONS: dict[str, Callable[[Any, int, int, int], int]] = {
     "gpt2": _gpt2,
     "flexibert": _flexibert,
     "transxl": _transxl,
