@@ -364,6 +364,11 @@ class NoiseSummary(BaseModel):
     )
     dof: dict[str, float] = Field(description="degrees of freedom of sigma, the prior's included")
     reference_readings: int = Field(description="readings of the reference architecture so far")
+    earlier_readings: int = Field(
+        0,
+        description="reference readings from earlier searches on this device class with the "
+        "same settings, which the noise model learns from too",
+    )
     reference_level: dict[str, float] | None = Field(
         description="the median reference reading, what drift-corrected values are relative to"
     )

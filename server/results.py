@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
 from search.pareto import front_beyond_noise
-from server.db import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
+from server.db import AgentRow, ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 from server.frontier import feasibility, values_of
 
 
@@ -99,6 +99,11 @@ class ResultTable:
     stamp: Any = None  # the normalisation the hypervolumes were read under
     seen_again: set[int] = field(default_factory=set)  # ids of the re-measurements read
     _readings: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    # Reference readings that came with earlier searches' results on this device class with
+    # these settings, by reference arch id: the device's noise is not the search's alone.
+    _earlier: dict[tuple[str, str], tuple[str, tuple[float, float]]] = field(
+        default_factory=dict
+    )  # (agent, when) -> (reference arch id, reading)
     _again: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # quiet ones
     _by_arch: dict[str, Told] = field(default_factory=dict)
 
@@ -145,10 +150,21 @@ class ResultTable:
         mine = [first] if t.status == "measured" and not t.busy and first[0] is not None else []
         return mine + self._again.get(t.arch_id, [])
 
+    def add_earlier(self, readings: dict[tuple[str, str], tuple[str, tuple[float, float]]]) -> None:
+        """Reference readings from earlier searches of the device class (by reference arch):
+        they widen the evidence of the noise model, not the drift level."""
+        self._earlier = readings
+        self.noise = None  # refit at the next add
+
     def _groups(self) -> dict[str, list[list[float]]]:
-        """Repeated measurements by metric: the reference readings (one architecture's) and
-        every candidate measured more than once."""
-        repeated = [list(self._readings.values())]
+        """Repeated measurements by metric: the reference readings (each reference
+        architecture's a group; this search's and earlier searches'), and every candidate
+        measured more than once."""
+        earlier: dict[str, list[tuple[float, float]]] = {}
+        for key, (arch, reading) in self._earlier.items():
+            if key not in self._readings:  # a reused measurement brings its reading along
+                earlier.setdefault(arch, []).append(reading)
+        repeated = [list(self._readings.values()), *earlier.values()]
         repeated += [m for t in self.rows if len(m := self.quiet_measurements(t)) > 1]
         return {metric: [[v[i] for v in g] for g in repeated] for i, metric in enumerate(METRICS)}
 
@@ -161,6 +177,9 @@ class ResultTable:
 
     def reference_readings(self) -> int:
         return len(self._readings)
+
+    def earlier_readings(self) -> int:
+        return sum(1 for key in self._earlier if key not in self._readings)
 
     def describe(self, arch_id: str, group: str | None = None) -> Uncertainty | None:
         """The best estimate of a told architecture's hardware values, their intervals (at
@@ -241,6 +260,7 @@ class ResultTables:
             if table is None or table.stamp != search.normalisation:
                 request = SearchCreate.model_validate(search.request)
                 table = ResultTable(search.id, request, stamp=search.normalisation)
+                table.add_earlier(_earlier_readings(session, search, request))
                 self._tables[search.id] = table
             self._tables.move_to_end(search.id)
             while len(self._tables) > self._keep:
@@ -356,4 +376,34 @@ def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list
 
 
 def _reading(reference: dict | None) -> tuple[float, float] | None:
-    return (reference["latency_ms"], reference["peak_memory_mb"]) if reference else None
+    """(latency, memory) of a quiet reference reading; None for none or a busy one."""
+    if not reference or reference.get("busy"):
+        return None
+    return reference["latency_ms"], reference["peak_memory_mb"]
+
+
+EARLIER_READINGS = 2000  # the newest measurements of earlier searches to look for readings in
+
+
+def _earlier_readings(
+    session: Session, search: SearchRow, request: SearchCreate
+) -> dict[tuple[str, str], tuple[str, tuple[float, float]]]:
+    """Distinct reference readings that came with other searches' results measured on this
+    search's device class (its agents' fingerprints) with the same settings, by reference."""
+    devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == search.device_class)
+    query = (
+        select(MeasurementRow.agent_id, MeasurementRow.result["reference"])
+        .where(
+            MeasurementRow.settings_key == request.measurement.cache_key(),
+            MeasurementRow.fingerprint_key.in_(devices),
+            MeasurementRow.search_id != search.id,
+        )
+        .order_by(MeasurementRow.id.desc())
+        .limit(EARLIER_READINGS)
+    )
+    out = {}
+    for agent, reference in session.execute(query):
+        reading = _reading(reference)
+        if reading is not None:
+            out[(agent, reference["measured_at"])] = (reference["arch_id"], reading)
+    return out

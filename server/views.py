@@ -151,6 +151,7 @@ def noise_summary(table: ResultTable) -> NoiseSummary | None:
         sigma=dict(noise.sigma),
         dof=dict(noise.dof),
         reference_readings=table.reference_readings(),
+        earlier_readings=table.earlier_readings(),
         reference_level=dict(zip(METRICS, level)) if level else None,
         interval_rel={m: list(noise.interval(m, 1.0, table.confidence)) for m in METRICS},
         busy_results=sum(1 for t in table.rows if t.busy),

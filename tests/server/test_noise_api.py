@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from factories import dominates, minimised, register, search_request, synthetic_measurement
 
-from search.noise import fit, prior
+from search.noise import PRIOR_DOF, fit, prior
 
 READINGS = [10.0, 10.4, 9.7, 10.1, 9.9, 10.6, 9.8, 10.2]  # the reference's latency, ms
 # A quiet device: the reference moves by about 1% over 24 readings.
@@ -16,12 +16,12 @@ QUIET = [10.0 * (1 + 0.01 * math.sin(i)) for i in range(24)]
 
 
 def play_with_references(
-    client, agent_id: str, readings: list[float], max_jobs: int = 10_000
+    client, agent_id: str, readings: list[float], max_jobs: int = 10_000, day: int = 25
 ) -> list[dict]:
     """Claim and report jobs (all, or `max_jobs`); job i was measured next to reference
     reading i (mod n), taken one minute apart. Returns the leases."""
     leases: list[dict] = []
-    start = datetime(2026, 11, 25, tzinfo=UTC)
+    start = datetime(2026, 11, day, tzinfo=UTC)
     while (
         len(leases) < max_jobs
         and (claimed := client.post(f"/api/v1/agents/{agent_id}/claim")).status_code == 200
@@ -132,6 +132,8 @@ def test_noise_settings_out_of_range_get_422_naming_the_field_and_range(client):
         ({"busy_retries": 9}, "busy_retries", "less than or equal to 5"),
         ({"reference_every_jobs": 0}, "reference_every_jobs", "greater than or equal to 1"),
         ({"reference_every_s": 1}, "reference_every_s", "greater than or equal to 5"),
+        ({"remeasure_share": 1.5}, "remeasure_share", "less than or equal to 1"),
+        ({"max_measurements": 1}, "max_measurements", "greater than or equal to 2"),
         ({"remeasure": True}, "remeasure", "Extra inputs are not permitted"),
     ]
     for noise, field, phrase in cases:
@@ -204,3 +206,25 @@ def test_a_re_measurement_counts_once_and_a_lost_lease_goes_back_to_the_queue(cl
     ]
     assert [r["duplicate"] for r in receipts] == [False, True]
     assert client.get(url).json()["progress"]["remeasured"] == 1
+
+
+def test_a_later_search_on_the_device_class_starts_from_the_earlier_readings(client):
+    agent = register(client)
+    client.post("/api/v1/searches", json=search_request())
+    play_with_references(client, agent, READINGS)
+    # Other settings (nothing reused from the cache), the same device class: a new reference
+    # reading or two, and the earlier search's eight to learn the noise from as well.
+    later = search_request(seed=8, measurement={**search_request()["measurement"], "seq_len": 8})
+    search_id = client.post("/api/v1/searches", json=later).json()["id"]
+    play_with_references(client, agent, [10.1], max_jobs=3, day=26)
+    noise = client.get(f"/api/v1/searches/{search_id}").json()["noise"]
+    assert noise["reference_readings"] == 1 and noise["earlier_readings"] == 0  # other settings
+    same = search_request(seed=9)
+    search_id = client.post("/api/v1/searches", json=same).json()["id"]
+    play_with_references(client, agent, [10.3], max_jobs=3, day=27)
+    noise = client.get(f"/api/v1/searches/{search_id}").json()["noise"]
+    # (a result reused from the cache brings its reading into the search's own)
+    own, earlier = noise["reference_readings"], noise["earlier_readings"]
+    assert own + earlier == len(READINGS) + 1 and earlier >= 1
+    # two groups of repeated readings: this search's and the earlier one's
+    assert noise["dof"]["latency_ms"] == PRIOR_DOF + (own - 1) + (earlier - 1)
