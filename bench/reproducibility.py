@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import math
 import os
@@ -399,13 +400,16 @@ def agent_reference_readings(candidates: list[dict[str, Any]]) -> list[dict[str,
 
 
 def _front_sets(
-    params: np.ndarray, values: np.ndarray, rel: dict[str, list[float]]
+    params: np.ndarray,
+    values: np.ndarray,
+    rel: dict[str, list[float]],
+    metrics: Sequence[str] = METRICS,
 ) -> tuple[set[int], set[int]]:
-    """(plain, beyond-noise) frontier row indices: params maximised; latency, memory
-    minimised with intervals of the given relative widths."""
+    """(plain, beyond-noise) frontier row indices: params maximised; `metrics` (the columns
+    of `values`) minimised with intervals of the given relative widths."""
     nominal = np.column_stack([-params, values])
     low, high = nominal.copy(), nominal.copy()
-    for j, metric in enumerate(METRICS, start=1):
+    for j, metric in enumerate(metrics, start=1):
         low[:, j] = nominal[:, j] * rel[metric][0]
         high[:, j] = nominal[:, j] * rel[metric][1]
     mask, _ = front_beyond_noise(nominal, low, high)
@@ -429,9 +433,11 @@ def frontier_stability(
     again: dict[str, list[dict[str, Any]]],
     rel: dict[str, list[float]],
     repeats: int,
+    metrics: Sequence[str] = METRICS,
 ) -> dict[str, Any]:
-    """Per repeat, the frontiers from the first measurements against those from that
-    repeat's re-measurements, over the feasible candidates quiet in both; then the mean."""
+    """Per repeat, the frontiers (decoder_params and `metrics`) from the first measurements
+    against those from that repeat's re-measurements, over the feasible candidates quiet in
+    both; then the mean."""
     runs: list[dict[str, Any]] = []
     for r in range(repeats):
         pool = [
@@ -441,10 +447,11 @@ def frontier_stability(
         ]
         pool = [(c, g) for c, g in pool if "failure" not in g and not g["busy"]]
         params = np.array([c["objectives"]["decoder_params"] for c, _ in pool], dtype=float)
-        first = np.array([[first_values(c)[m] for m in METRICS] for c, _ in pool], dtype=float)
-        later = np.array([[g[m] for m in METRICS] for _, g in pool], dtype=float)
-        plain0, noisy0 = _front_sets(params, first.reshape(-1, 2), rel)
-        plain1, noisy1 = _front_sets(params, later.reshape(-1, 2), rel)
+        first = np.array([[first_values(c)[m] for m in metrics] for c, _ in pool], dtype=float)
+        later = np.array([[g[m] for m in metrics] for _, g in pool], dtype=float)
+        shape = (-1, len(metrics))
+        plain0, noisy0 = _front_sets(params, first.reshape(shape), rel, metrics)
+        plain1, noisy1 = _front_sets(params, later.reshape(shape), rel, metrics)
         runs.append(
             {
                 "pool": len(pool),
@@ -522,6 +529,11 @@ def analyse(
     request = found["search"]["request"]
     frontier = frontier_stability(candidates, again, rel, repeats)
     frontier["server_disagreements"] = server_agreement(candidates, rel)
+    # With three correlated objectives most of a small search is non-dominated; two
+    # objectives at a time make frontiers that re-measurement can actually move.
+    frontier["pairs"] = {
+        m: frontier_stability(candidates, again, rel, repeats, (m,)) for m in METRICS
+    }
     return {
         "coverage": {
             "all": coverage(candidates, again, quiet=False),
@@ -653,6 +665,7 @@ def report_payload(
         "targets": targets(analysis),
         "candidates": [candidate_row(c, again[c["arch_id"]]) for c in found["candidates"]],
         "reference_readings": readings,
+        "agent_reference_readings": agent_reference_readings(found["candidates"]),
     }
 
 
@@ -727,16 +740,19 @@ def summary(p: dict[str, Any]) -> list[str]:
         f"sigma (log scale): server {fmt_d(p['sigma']['server'])}; "
         f"from the candidates' repeats {fmt_d(p['sigma']['from_candidates'])}",
         "",
-        f"frontier over {p['frontier']['pool']:.0f} candidates quiet in both "
+        f"frontier (params, latency, memory; and two at a time) over "
+        f"{p['frontier']['pool']:.0f} candidates quiet in both "
         f"(script vs server frontier disagreements: {p['frontier']['server_disagreements']}):",
         "| frontier | size before -> after | kept | flips (left + entered) |",
         "|---|---|---|---|",
     ]
-    for kind in ("plain", "noise_aware"):
-        f = p["frontier"][kind]
+    rows = [("", p["frontier"])]
+    rows += [(f"params+{m}, ", x) for m, x in p["frontier"]["pairs"].items()]
+    for (label, frontier), kind in itertools.product(rows, ("plain", "noise_aware")):
+        f = frontier[kind]
         lines.append(
-            f"| {kind} | {f['size_before']:.1f} -> {f['size_after']:.1f} | {pct(f['kept_share'])}"
-            f" | {f['flips']:.1f} ({f['left']:.1f} + {f['entered']:.1f}) |"
+            f"| {label}{kind} | {f['size_before']:.1f} -> {f['size_after']:.1f} | "
+            f"{pct(f['kept_share'])} | {f['flips']:.1f} ({f['left']:.1f} + {f['entered']:.1f}) |"
         )
     c = p["cost"]
     lines += [

@@ -99,6 +99,10 @@ def test_frontiers_and_cost_add_up(quick: tuple[dict[str, Any], str]) -> None:
         assert f["flips"] == f["left"] + f["entered"]
     # Beyond noise keeps every nominal frontier point, and maybe more.
     assert frontier["noise_aware"]["size_before"] >= frontier["plain"]["size_before"]
+    assert set(frontier["pairs"]) == {"latency_ms", "memory_mb"}
+    for pair in frontier["pairs"].values():
+        assert pair["pool"] == frontier["pool"]
+        assert pair["noise_aware"]["size_before"] >= pair["plain"]["size_before"]
     cost = payload["cost"]
     assert cost["candidates_s"] > 0 and cost["reference_each_s"] > 0
     assert cost["busy_retries"] == cost["busy_retries_counter"]
