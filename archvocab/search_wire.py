@@ -88,7 +88,7 @@ class NoiseSettings(Strict):
 
     confidence: float = Field(0.95, ge=0.5, le=0.999, description="of every stated interval")
     busy_retries: int = Field(2, ge=0, le=5)
-    reference_every_jobs: int = Field(10, ge=1, le=10000)
+    reference_every_jobs: int = Field(5, ge=1, le=10000)
     reference_every_s: float = Field(300.0, ge=5, le=86400)
     remeasure_share: float = Field(
         0.1,

@@ -21,7 +21,11 @@ from server.db import CandidateRow, SearchRow
 from server.logs import log_event
 from server.results import ResultTable
 from server.store import Store
-from server.views import remeasure_budget
+
+
+def remeasure_budget(request: SearchCreate) -> int:
+    """How many re-measurements a search may spend: its share of the budget."""
+    return int(request.noise.remeasure_share * request.budget.max_evaluations)
 
 
 def queue(store: Store, session: Session, search: SearchRow, slots: int) -> bool:

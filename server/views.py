@@ -21,6 +21,7 @@ from search.noise import METRICS
 from server.db import CandidateRow, MeasurementRow, SearchRow
 from server.frontier import is_feasible, objective_values
 from server.quality import latest_hypervolume, model_errors
+from server.remeasure import remeasure_budget
 from server.results import ResultTable
 from server.settings import as_utc
 
@@ -96,10 +97,6 @@ def progress(request: SearchCreate, census: Census, table: ResultTable) -> Progr
         remeasure_budget=remeasure_budget(request),
     )
 
-
-def remeasure_budget(request: SearchCreate) -> int:
-    """How many re-measurements a search may spend: its share of the budget."""
-    return int(request.noise.remeasure_share * request.budget.max_evaluations)
 
 
 def best_so_far(table: ResultTable, request: SearchCreate) -> list[ObjectiveBest]:
