@@ -44,7 +44,11 @@ def export(spec: ArchSpec, out: Path, batch_size: int, seq_len: int) -> None:
     from agent.onnx_backend import export_onnx, inputs_path
     from archvocab.wire import MeasurementSettings
 
-    settings = MeasurementSettings(runtime="onnxruntime", batch_size=batch_size, seq_len=seq_len)
+    # The whole model, scores at every position: what training and a user's own decoding
+    # loop need (a search times the last position only; see MeasurementSettings.output).
+    settings = MeasurementSettings(
+        runtime="onnxruntime", batch_size=batch_size, seq_len=seq_len, output="all"
+    )
     export_onnx(spec, settings, str(out))
     os.remove(inputs_path(str(out)))  # the measurement input is the agent's business only
 

@@ -47,6 +47,11 @@ class SearchPoints(Strict):
         description="per frontier arch id, per measured objective: [low, high], where a "
         "re-measurement should fall (the search's noise.confidence)",
     )
+    estimates: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="per frontier arch id re-measured: its measured objectives as the "
+        "geometric mean of its quiet measurements (rows hold the first measurement)",
+    )
     groups: dict[str, str] = Field(
         default_factory=dict,
         description="per frontier arch id: the nominal frontier point it cannot be told apart "

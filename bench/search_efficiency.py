@@ -634,6 +634,7 @@ def noise_cost_lines(
     per_job = 1 + 1 / noise.reference_every_jobs
     whole = budget_hwnas * per_job + int(noise.remeasure_share * budget_hwnas)
     if median is None:
+        summary["target_measurements_with_noise"] = False
         return [f"FAIL: with noise control's measurements: never (the search spends {whole:g})"]
     with_noise = median * per_job
     ok = with_noise <= limit

@@ -34,6 +34,9 @@ def search_points(store: Store, search_id: int, after: int = 0) -> SearchPoints:
                 for arch, u in table.uncertainty.items()
             },
             groups={arch: u.group for arch, u in table.uncertainty.items() if u.group},
+            estimates={
+                arch: dict(u.values) for arch, u in table.uncertainty.items() if u.measurements > 1
+            },
             epoch=table.epoch,
             queued=counts.get("queued", 0),
             running=counts.get("running", 0),

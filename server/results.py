@@ -200,7 +200,7 @@ class ResultTable:
         level = self.reference_level()
         values, intervals, corrected = {}, {}, {}
         for i, metric in enumerate(METRICS):
-            value = float(np.exp(np.mean(np.log([m[i] for m in measured]))))
+            value = _geometric_mean([m[i] for m in measured])
             values[metric] = value
             intervals[metric] = self.noise.interval(metric, value, self.confidence, len(measured))
             reading = t.reference[i] if t.reference else None
@@ -373,6 +373,13 @@ def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list
             )
         )
     return out
+
+
+def _geometric_mean(values: list[float]) -> float:
+    """exp(mean(log)); a single value as it is (no round trip through the logarithm)."""
+    if len(values) == 1:
+        return float(values[0])
+    return float(np.exp(np.mean(np.log(values))))
 
 
 def _reading(reference: dict | None) -> tuple[float, float] | None:

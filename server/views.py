@@ -98,7 +98,6 @@ def progress(request: SearchCreate, census: Census, table: ResultTable) -> Progr
     )
 
 
-
 def best_so_far(table: ResultTable, request: SearchCreate) -> list[ObjectiveBest]:
     pool = [t for t in table.rows if t.feasible]
     out = []

@@ -144,6 +144,38 @@ def minimised(point: dict[str, Any], objectives: list[str]) -> list[float]:
     ]
 
 
+def check_frontier_beyond_noise(
+    candidates: list[dict[str, Any]], front: list[dict[str, Any]], objectives: list[str]
+) -> set[str]:
+    """The API's frontier is the frontier beyond noise: a measured candidate is on it exactly
+    when no other's worst case (the far ends of its intervals) dominates its best case, and a
+    frontier point that another dominates nominally is grouped with a nominal frontier point
+    that does. Returns the nominal frontier's arch ids."""
+
+    def bound(c: dict[str, Any], end: int) -> list[float]:
+        values = dict(c["objectives"])
+        for metric, interval in c["intervals"].items():
+            values[metric] = interval[end]
+        return minimised({"objectives": values}, objectives)
+
+    measured = [c for c in candidates if c["status"] == "measured" and c["measurements"]]
+    nominal = {c["arch_id"]: minimised(c, objectives) for c in measured}
+    plain = {a for a, v in nominal.items() if not any(dominates(o, v) for o in nominal.values())}
+    by_id = {p["arch_id"]: p for p in front}
+    assert plain <= set(by_id), "a nominal frontier point is off the frontier"
+    for c in measured:
+        beyond = any(dominates(bound(o, 1), bound(c, 0)) for o in measured if o is not c)
+        assert (c["arch_id"] in by_id) == (not beyond), c["arch_id"]
+    for arch_id, point in by_id.items():
+        group = point["frontier_group"]
+        assert group in plain, (arch_id, group)
+        if arch_id in plain:
+            assert group == arch_id
+        else:
+            assert dominates(nominal[group], nominal[arch_id])
+    return plain
+
+
 def register(
     client: Any, device_class: str = "test-cpu", fingerprint: dict[str, Any] | None = None
 ) -> str:

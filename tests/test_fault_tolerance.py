@@ -112,20 +112,24 @@ def assert_measured_exactly_once(
     assert len({c["arch_id"] for c in candidates}) == budget, "an architecture was proposed twice"
     assert [c for c in candidates if c["status"] != "measured"] == []
     assert all(c["measurement"] and not c["reused"] for c in candidates)
+    # Every job (the budget's candidates, then the re-measurements of frontier points the
+    # noise could not separate) has its own measurement row, and each counts once.
+    jobs = budget + info["progress"]["remeasured"]
     rows = database_rows(
         db,
-        "SELECT c.arch_id, m.arch_id, m.id FROM candidates c "
+        "SELECT c.arch_id, m.arch_id, m.id, c.round FROM candidates c "
         "LEFT JOIN measurements m ON m.id = c.measurement_id WHERE c.search_id = ?",
         search_id,
     )
-    assert all(arch == measured for arch, measured, _ in rows), rows
-    assert len({m for *_, m in rows}) == budget, "two candidates share a measurement row"
+    assert all(arch == measured for arch, measured, *_ in rows), rows
+    assert len(rows) == jobs and info["progress"]["remeasuring"] == 0
+    assert len({m for _, _, m, _ in rows}) == jobs, "two jobs share a measurement row"
     stored = database_rows(db, "SELECT arch_id FROM measurements WHERE search_id = ?", search_id)
-    assert sorted(a for (a,) in stored) == sorted(c["arch_id"] for c in candidates), (
-        "a result was stored twice, or a measurement row belongs to no candidate"
+    assert sorted(a for (a,) in stored) == sorted(arch for arch, *_ in rows), (
+        "a result was stored twice, or a measurement row belongs to no job"
     )
     done = sum(a["jobs_done"] for a in client.get(f"{API}/agents").json())
-    assert done == budget, f"agents' jobs_done add up to {done}, not {budget}: counted twice"
+    assert done == jobs, f"agents' jobs_done add up to {done}, not {jobs}: counted twice"
     return candidates
 
 

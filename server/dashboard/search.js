@@ -47,9 +47,12 @@ async function refresh(view, state) {
   for (const values of points.rows) state.rows.push(asRow(points.columns, values, state.proxy));
   const timings = { fetch_ms: fetched - started, rows_ms: performance.now() - fetched };
   state.last = points.last;
-  const frontierChanged = !sameSet(state.frontier, points.frontier);
+  // Re-measurements move frontier points and intervals without adding result rows.
+  const frontierChanged = !sameSet(state.frontier, points.frontier)
+    || JSON.stringify(points.intervals) !== JSON.stringify(state.intervals || {});
   state.frontier = new Set(points.frontier);
   state.intervals = points.intervals;
+  state.estimates = points.estimates;
   if (state.baseline === null) state.baseline = await baseline(state);
   renderFacts(view, info, state);
   const changed = points.rows.length || frontierChanged || !view.dataset.ready;
@@ -175,7 +178,9 @@ async function renderData(view, state) {
   const measured = state.rows.filter((r) => r.status === "measured");
   const data = {
     rows: measured,
-    frontier: measured.filter((r) => state.frontier.has(r.arch_id)),
+    // A re-measured frontier point is drawn at the mean of its measurements.
+    frontier: measured.filter((r) => state.frontier.has(r.arch_id))
+      .map((r) => ({ ...r, ...(state.estimates?.[r.arch_id] || {}) })),
     intervals: state.intervals || {},
     baseline: state.baseline || [],
   };

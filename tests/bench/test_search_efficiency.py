@@ -57,8 +57,15 @@ def test_report_has_targets_and_the_fixed_normalisation(quick: tuple[dict, str])
     payload, _ = quick
     report = "\n".join(payload["report"])
     assert "fixed normalisation shared by every strategy" in report
-    assert sum(line.startswith(("PASS:", "FAIL:")) for line in payload["report"]) == 2
-    assert {"reach", "reach_100", "ahead_of_peer", "target_measurements"} <= set(payload["summary"])
+    assert sum(line.startswith(("PASS:", "FAIL:")) for line in payload["report"]) == 3
+    assert "with noise control's measurements (a reference reading every 5 jobs)" in report
+    assert {
+        "reach",
+        "reach_100",
+        "ahead_of_peer",
+        "target_measurements",
+        "target_measurements_with_noise",
+    } <= set(payload["summary"])
     for where in ("table", "interpolated"):
         assert set(payload["summary"]["linearity"][where]) == {"latency_ms", "memory_mb"}
     ideal, reference = payload["normaliser"]["ideal"], payload["normaliser"]["reference"]
