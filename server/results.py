@@ -15,7 +15,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -106,6 +106,7 @@ class ResultTable:
     )  # (agent, when) -> (reference arch id, reading)
     _again: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # quiet ones
     _by_arch: dict[str, Told] = field(default_factory=dict)
+    _level: tuple[float, float] | None = None  # the median reference reading, once per refit
 
     @property
     def objectives(self) -> list[str]:
@@ -125,9 +126,10 @@ class ResultTable:
     def last(self) -> int:
         return self.rows[-1].seq if self.rows else 0
 
-    def add(self, new: list[Told], again: list[Again] = ()) -> None:
+    def add(self, new: list[Told], again: list[Again] | tuple = ()) -> None:
         """Append results and re-measurements; refit the noise model and the frontier when
         any came."""
+        again = [a for a in again if a.id not in self.seen_again]  # each one counts once
         if not new and not again and self.noise is not None:
             return
         self.rows.extend(new)
@@ -141,8 +143,14 @@ class ResultTable:
                 self._readings[a.reference_key] = a.reference
             if a.latency is not None and not a.busy:
                 self._again.setdefault(a.arch_id, []).append((a.latency, a.memory))
-        self.noise = fit(self._groups(), self.request.measurement.device)
-        self._frontier()
+        noise = fit(self._groups(), self.request.measurement.device)
+        level = self._median_reading()
+        # With the same intervals, whatever is dominated beyond the noise stays so, and a
+        # dominator can be found among the frontier: only the frontier and the new results
+        # need looking at. A new reading or re-measurement moves every interval: all of them.
+        same = noise == self.noise and level == self._level and not again
+        self.noise, self._level = noise, level
+        self._frontier(self.frontier + new if same else self.rows)
 
     def quiet_measurements(self, t: Told) -> list[tuple[float, float]]:
         """(latency, memory) of every measurement of `t` not flagged busy."""
@@ -165,11 +173,17 @@ class ResultTable:
             if key not in self._readings:  # a reused measurement brings its reading along
                 earlier.setdefault(arch, []).append(reading)
         repeated = [list(self._readings.values()), *earlier.values()]
-        repeated += [m for t in self.rows if len(m := self.quiet_measurements(t)) > 1]
+        for arch in self._again:  # only a re-measured candidate has more than one
+            t = self._by_arch.get(arch)
+            if t is not None and len(m := self.quiet_measurements(t)) > 1:
+                repeated.append(m)
         return {metric: [[v[i] for v in g] for g in repeated] for i, metric in enumerate(METRICS)}
 
     def reference_level(self) -> tuple[float, float] | None:
         """The median reference reading (latency, memory): what drift is corrected to."""
+        return self._level
+
+    def _median_reading(self) -> tuple[float, float] | None:
         if not self._readings:
             return None
         readings = np.array(list(self._readings.values()), dtype=float)
@@ -207,39 +221,50 @@ class ResultTable:
             corrected[metric] = value * drift_factor(reading, level[i] if level else None)
         return Uncertainty(values, len(quiet), intervals, corrected, group)
 
-    def _frontier(self) -> None:
-        objectives = self.objectives
-        request = self.request
-        pool: list[tuple[Told, Uncertainty]] = []
-        for t in self.rows:
-            if not self.quiet_measurements(t):
+    def _frontier(self, pool: list[Told]) -> None:
+        """The frontier beyond noise among `pool` (results with a quiet measurement count),
+        vectorised: a search may hold 100,000 results and this runs whenever results arrive."""
+        objectives, request = self.objectives, self.request
+        assert self.noise is not None
+        n, k = len(pool), len(objectives)
+        nominal = np.full((n, k), np.nan)
+        for j, objective in enumerate(objectives):
+            nominal[:, j] = [_number(t.values.get(objective)) for t in pool]
+        usable = np.array([bool(t.feasible) and not t.busy for t in pool], dtype=bool)
+        repeats = np.ones(n)
+        index = {t.arch_id: i for i, t in enumerate(pool)}
+        for arch in self._again:  # re-measured: the mean of its quiet measurements
+            i = index.get(arch)
+            u = self.describe(arch) if i is not None else None
+            if u is None or not u.measurements:
                 continue
-            u = self.describe(t.arch_id)
-            values = {**t.values, **u.values}
-            feasible = feasibility(request, "measured", values["latency_ms"], values["memory_mb"])
-            if feasible and all(values[o] is not None for o in objectives):
-                pool.append((t, u))
-        signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
-        shape = (len(pool), len(objectives))
-        nominal = np.array(
-            [[{**t.values, **u.values}[o] for o in objectives] for t, u in pool], dtype=float
-        ).reshape(shape)
+            values = {**pool[i].values, **u.values}
+            nominal[i] = [_number(values.get(o)) for o in objectives]
+            repeats[i] = u.measurements
+            usable[i] = bool(
+                feasibility(request, "measured", values["latency_ms"], values["memory_mb"])
+            )
+        usable &= ~np.isnan(nominal).any(axis=1)
+        rows = np.flatnonzero(usable)
+        nominal, repeats = nominal[rows], repeats[rows]
         low, high = nominal.copy(), nominal.copy()
         for j, objective in enumerate(objectives):
             if objective in METRICS:  # measured: known to within the noise; the rest exact
-                low[:, j] = [u.intervals[objective][0] for _, u in pool]
-                high[:, j] = [u.intervals[objective][1] for _, u in pool]
+                half = np.array(
+                    [self.noise.half_width(objective, self.confidence, int(r)) for r in repeats]
+                    if len(self._again)
+                    else [self.noise.half_width(objective, self.confidence)] * len(rows)
+                )
+                low[:, j] = nominal[:, j] * np.exp(-half)
+                high[:, j] = nominal[:, j] * np.exp(half)
+        signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
         # Minimised form: a maximised objective's worst case is its low end.
         lo, hi = np.minimum(low * signs, high * signs), np.maximum(low * signs, high * signs)
         mask, group = front_beyond_noise(nominal * signs, lo, hi)
-        self.plain_frontier = int(sum(1 for i, g in enumerate(group) if g == i))
-        members = [
-            (t, replace(u, group=pool[g][0].arch_id))
-            for (t, u), keep, g in zip(pool, mask, group)
-            if keep
-        ]
+        self.plain_frontier = int(np.sum(group == np.arange(len(group))))
+        members = [(pool[rows[i]], pool[rows[group[i]]].arch_id) for i in np.flatnonzero(mask)]
         self.frontier = sorted((t for t, _ in members), key=lambda t: t.seq)
-        self.uncertainty = {t.arch_id: u for t, u in members}
+        self.uncertainty = {t.arch_id: self.describe(t.arch_id, g) for t, g in members}
 
 
 class ResultTables:
@@ -373,6 +398,10 @@ def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list
             )
         )
     return out
+
+
+def _number(value: float | None) -> float:
+    return np.nan if value is None else float(value)
 
 
 def _geometric_mean(values: list[float]) -> float:

@@ -1,0 +1,108 @@
+"""The result table's frontier beyond noise: kept up to date result by result, it is the one a
+table built from all the results at once has; busy results and re-measurements count as the
+API says."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from archvocab.wire import SearchCreate
+from server.results import Again, ResultTable, Told
+
+REQUEST = SearchCreate(objectives=["decoder_params", "latency_ms", "memory_mb"])
+
+
+def told(i: int, rng: random.Random, reading: bool, busy: bool = False) -> Told:
+    params = rng.uniform(1e6, 1e8)
+    return Told(
+        arch_id=f"arch{i}",
+        seq=i + 1,
+        generation=0,
+        status="measured",
+        reused=False,
+        feasible=True,
+        values={
+            "decoder_params": params,
+            "total_params": 2 * params,
+            # cost grows with size, with enough scatter to leave some points off the frontier
+            "latency_ms": params / 1e6 * rng.uniform(0.7, 1.3),
+            "memory_mb": params / 1e5 * rng.uniform(0.8, 1.2),
+        },
+        hypervolume=None,
+        agent_id="agent",
+        spec={},
+        device_s=1.0,
+        finished_at=None,
+        prediction=None,
+        busy=busy,
+        reference=(10.0 * rng.uniform(0.97, 1.03), 50.0) if reading else None,
+        reference_key=("agent", f"t{i}") if reading else None,
+    )
+
+
+def snapshot(table: ResultTable) -> tuple:
+    return (
+        [t.arch_id for t in table.frontier],
+        {arch: (u.group, u.intervals) for arch, u in table.uncertainty.items()},
+        table.plain_frontier,
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_frontier_kept_result_by_result_is_the_one_built_at_once(seed: int) -> None:
+    rng = random.Random(seed)
+    rows = [told(i, rng, reading=i % 7 == 0, busy=i % 13 == 5) for i in range(400)]
+    live = ResultTable(1, REQUEST)
+    position = 0
+    while position < len(rows):  # arrivals in uneven batches, some bringing a new reading
+        step = rng.randint(1, 9)
+        live.add(rows[position : position + step])
+        position += step
+    whole = ResultTable(1, REQUEST)
+    whole.add(rows)
+    assert snapshot(live) == snapshot(whole)
+    assert len(live.frontier) > live.plain_frontier > 0  # the noise keeps some dominated ones
+    assert len(live.frontier) < len(rows)
+    assert not any(t.busy for t in live.frontier)
+
+
+def test_a_re_measurement_moves_its_point_and_narrows_its_interval() -> None:
+    rng = random.Random(1)
+    rows = [told(i, rng, reading=True) for i in range(50)]
+    table = ResultTable(1, REQUEST)
+    table.add(rows)
+    point = table.frontier[0]
+    before = table.uncertainty[point.arch_id]
+    latency = point.values["latency_ms"]
+    again = Again(
+        id=1000,
+        arch_id=point.arch_id,
+        latency=latency * 1.0201,
+        memory=point.values["memory_mb"],
+        busy=False,
+        reference=None,
+        reference_key=None,
+    )
+    table.add([], [again])
+    after = table.describe(point.arch_id)
+    assert after.measurements == 2 and before.measurements == 1
+    assert after.values["latency_ms"] == pytest.approx(latency * 1.01)  # the geometric mean
+    width = lambda u: u.intervals["latency_ms"][1] / u.intervals["latency_ms"][0]  # noqa: E731
+    assert width(after) < width(before)
+    table.add([], [again])  # read again: nothing changes
+    assert table.describe(point.arch_id).measurements == 2
+
+
+def test_a_busy_result_enters_the_frontier_only_with_a_quiet_re_measurement() -> None:
+    rng = random.Random(2)
+    rows = [told(i, rng, reading=True) for i in range(30)]
+    best = told(99, rng, reading=False, busy=True)
+    best.values.update(latency_ms=0.001, memory_mb=0.001, decoder_params=2e8)  # beats them all
+    table = ResultTable(1, REQUEST)
+    table.add([*rows, best])
+    assert best.arch_id not in table.uncertainty
+    quiet = Again(1, best.arch_id, 0.001, 0.001, busy=False, reference=None, reference_key=None)
+    table.add([], [quiet])
+    assert [t.arch_id for t in table.frontier] == [best.arch_id]
