@@ -119,7 +119,9 @@ def _status(client: Client, args: argparse.Namespace, out: Console, _err: Consol
     out.print(f"search {info.id} [bold]{info.status}[/bold] {info.finish_reason or ''}")
     out.print(
         f"  measured {p.measured} (reused {p.reused}), failed {p.failed}, running {p.running}, "
-        f"queued {p.queued} of a budget of {p.budget}; generation {p.generation}"
+        f"queued {p.queued} of a budget of {p.budget}; generation {p.generation}; "
+        f"re-measured {p.remeasured} (+{p.remeasuring} to go) of {p.remeasure_budget}",
+        soft_wrap=True,
     )
     hv = "-" if p.hypervolume is None else f"{p.hypervolume:.4f}"
     out.print(f"  frontier: {info.frontier_size} architectures; hypervolume {hv}")

@@ -89,7 +89,8 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
         wait_for(lambda: _dataset(browser, "results") == str(BUDGET), 30, "the last results")
         pareto = api.get(f"/api/v1/searches/{search_id}/pareto").json()
         candidates = api.get(f"/api/v1/searches/{search_id}/candidates").json()
-        api_noise = api.get(f"/api/v1/searches/{search_id}").json()["noise"]
+        final = api.get(f"/api/v1/searches/{search_id}").json()
+        api_noise = final["noise"]
     assert first == ("running", "0")  # the page saw the search start and caught up by itself
     measured = [c for c in candidates if c["status"] == "measured"]
     # The frontier beyond noise holds the nominal one and what the noise cannot separate
@@ -111,6 +112,8 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
     assert len(bars[0]) == len(pareto)
     busy = browser.find_element("css selector", "#busy-results").text
     assert busy == str(api_noise["busy_results"])
+    remeasured = browser.find_element("css selector", "#remeasured").text
+    assert remeasured == str(final["progress"]["remeasured"])
     # Every result has its hypervolume, also those told before the normalisation was fixed.
     hv = browser.execute_script("return document.querySelector('#plot-hypervolume').data[0].x")
     assert hv == list(range(1, BUDGET + 1))

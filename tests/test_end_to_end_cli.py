@@ -91,6 +91,8 @@ def test_status_list_and_pareto_agree_with_the_rest_api(finished):
     readings = info["noise"]["reference_readings"]
     assert readings >= 1  # the agent measured the search's reference architecture
     assert f"from {readings} reference readings" in text.stdout
+    progress = info["progress"]
+    assert f"re-measured {progress['remeasured']} (+0 to go) of 0" in text.stdout  # 10% of 6
 
 
 def test_export_writes_a_loadable_module_and_the_spec(finished, tmp_path):

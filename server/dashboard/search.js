@@ -157,6 +157,7 @@ function renderFacts(view, info, state) {
     <span>strategy <b>${esc(info.request.strategy)}</b></span>
     <span>space <b>${esc(info.request.space.kind || "gpt2")}</b></span>
     <span>running <b>${p.running}</b>, queued <b>${p.queued}</b>, failed <b>${p.failed}</b></span>
+    <span title="frontier points the noise could not tell apart, measured again once the budget was spent">re-measured <b id="remeasured">${p.remeasured}</b> of ${p.remeasure_budget}</span>
     <span>frontier <b id="frontier-size">${info.frontier_size}</b></span>
     <span>hypervolume <b>${hv}</b></span>
     ${noiseFacts(info.noise)}
