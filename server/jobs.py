@@ -14,8 +14,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, and_, select, update
+from sqlalchemy.orm import Session, aliased
 
 from archvocab.registry import parse_space
 from archvocab.wire import (
@@ -168,6 +168,8 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
             .order_by(CandidateRow.id)
             .limit(1)
         )
+        if _others_online(store, session, agent, now):
+            query = query.where(~_measured_by(agent_id))
         if store.row_locks:
             query = query.with_for_update(of=CandidateRow, skip_locked=True)
         for _ in range(_CLAIM_RACES + 1):
@@ -194,6 +196,35 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
                 )
                 return lease
         return None
+
+
+def _others_online(store: Store, session: Session, agent: AgentRow, now: datetime) -> bool:
+    """Whether another agent of this one's device class was seen within a lease period."""
+    since = now - timedelta(seconds=store.settings.lease_seconds)
+    other = select(AgentRow.id).where(
+        AgentRow.device_class == agent.device_class,
+        AgentRow.id != agent.id,
+        AgentRow.last_seen_at >= since,
+    )
+    return session.scalar(other.limit(1)) is not None
+
+
+def _measured_by(agent_id: str) -> ColumnElement[bool]:
+    """A re-measurement of an architecture this agent measured for the search already: left
+    to another agent of the class while one is online, so that a re-measurement also varies
+    the device (docs/reproducibility.md)."""
+    earlier = aliased(CandidateRow)
+    mine = (
+        select(earlier.id)
+        .where(
+            earlier.search_id == CandidateRow.search_id,
+            earlier.arch_id == CandidateRow.arch_id,
+            earlier.agent_id == agent_id,
+            earlier.status == "measured",
+        )
+        .exists()
+    )
+    return and_(CandidateRow.round > 0, mine)
 
 
 def _top_up(store: Store, agent_id: str) -> bool:

@@ -209,3 +209,27 @@ def test_a_later_search_on_the_device_class_starts_from_the_earlier_readings(cli
     assert own + earlier == len(READINGS) + 1 and earlier >= 1
     # two groups of repeated readings: this search's and the earlier one's
     assert noise["dof"]["latency_ms"] == PRIOR_DOF + (own - 1) + (earlier - 1)
+
+
+def test_a_re_measurement_goes_to_another_agent_of_the_class_while_one_is_online(client, clock):
+    request = search_request(
+        objectives=["decoder_params", "latency_ms"],
+        budget={"max_evaluations": 24},
+        noise={"remeasure_share": 0.1},
+    )
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    first = register(client)
+    play_with_references(client, first, QUIET, max_jobs=24)
+    assert client.get(f"/api/v1/searches/{search_id}").json()["progress"]["remeasuring"] >= 1
+    other = register(client)  # online from now on
+    # the agent that measured everything gets nothing: the re-measurement waits for the other
+    assert client.post(f"/api/v1/agents/{first}/claim").status_code == 204
+    lease = client.post(f"/api/v1/agents/{other}/claim").json()
+    assert lease["arch_id"] in {
+        c["arch_id"] for c in client.get(f"/api/v1/searches/{search_id}/pareto").json()
+    }
+    # Once the other has not been seen for a lease period, the first one takes the rest.
+    clock.advance(3600)
+    assert play_with_references(client, first, QUIET)  # the re-queued lease and any others
+    info = client.get(f"/api/v1/searches/{search_id}").json()
+    assert info["status"] == "finished" and info["progress"]["remeasuring"] == 0
