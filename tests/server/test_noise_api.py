@@ -161,7 +161,9 @@ def test_points_the_noise_cannot_separate_are_measured_again_before_the_search_e
     assert client.get(f"/api/v1/searches/{twin}").json()["progress"]["remeasured"] == 0
 
 
-def test_a_re_measurement_counts_once_and_a_lost_lease_goes_back_to_the_queue(client, clock):
+def budget_spent(client) -> tuple[str, str]:
+    """A 24-candidate search whose agent measured them all: re-measurements are queued.
+    (its url, the agent)"""
     request = search_request(
         objectives=["decoder_params", "latency_ms"],
         budget={"max_evaluations": 24},
@@ -172,6 +174,11 @@ def test_a_re_measurement_counts_once_and_a_lost_lease_goes_back_to_the_queue(cl
     play_with_references(client, first, QUIET, max_jobs=24)
     url = f"/api/v1/searches/{search_id}"
     assert client.get(url).json()["progress"]["remeasuring"] >= 1
+    return url, first
+
+
+def test_a_re_measurement_counts_once_and_a_lost_lease_goes_back_to_the_queue(client, clock):
+    url, first = budget_spent(client)
     lost = client.post(f"/api/v1/agents/{first}/claim").json()
     clock.advance(3600)  # its agent died: the lease runs out and the job is given out again
     second = register(client)
@@ -212,24 +219,14 @@ def test_a_later_search_on_the_device_class_starts_from_the_earlier_readings(cli
 
 
 def test_a_re_measurement_goes_to_another_agent_of_the_class_while_one_is_online(client, clock):
-    request = search_request(
-        objectives=["decoder_params", "latency_ms"],
-        budget={"max_evaluations": 24},
-        noise={"remeasure_share": 0.1},
-    )
-    search_id = client.post("/api/v1/searches", json=request).json()["id"]
-    first = register(client)
-    play_with_references(client, first, QUIET, max_jobs=24)
-    assert client.get(f"/api/v1/searches/{search_id}").json()["progress"]["remeasuring"] >= 1
+    url, first = budget_spent(client)
     other = register(client)  # online from now on
     # the agent that measured everything gets nothing: the re-measurement waits for the other
     assert client.post(f"/api/v1/agents/{first}/claim").status_code == 204
     lease = client.post(f"/api/v1/agents/{other}/claim").json()
-    assert lease["arch_id"] in {
-        c["arch_id"] for c in client.get(f"/api/v1/searches/{search_id}/pareto").json()
-    }
+    assert lease["arch_id"] in {c["arch_id"] for c in client.get(f"{url}/pareto").json()}
     # Once the other has not been seen for a lease period, the first one takes the rest.
     clock.advance(3600)
     assert play_with_references(client, first, QUIET)  # the re-queued lease and any others
-    info = client.get(f"/api/v1/searches/{search_id}").json()
+    info = client.get(url).json()
     assert info["status"] == "finished" and info["progress"]["remeasuring"] == 0
