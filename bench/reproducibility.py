@@ -650,6 +650,7 @@ def report_payload(
             "measurement": search["request"]["measurement"],
             "noise_settings": search["request"]["noise"],
             "agent_counters": found["agent_counters"],
+            "remeasured": search["progress"]["remeasured"],  # the search's own, after its budget
         },
         "remeasure": {
             "repeats": args.repeats,
