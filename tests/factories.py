@@ -206,3 +206,23 @@ def play_agent(client: Any, agent_id: str, max_jobs: int = 10_000, busy: bool = 
         assert reported.status_code == 200, reported.text
         done += 1
     return done
+
+
+def agent_registration(name: str | None = None) -> Any:
+    """An agent's registration for the worker's own tests (a one-core x86 test machine)."""
+    from archvocab.wire import AgentRegistration, DeviceFingerprint
+
+    return AgentRegistration(
+        device_class="cpu-test",
+        name=name,
+        fingerprint=DeviceFingerprint(
+            hostname="test",
+            os="Linux",
+            cpu_model="test cpu",
+            machine="x86_64",
+            cores=1,
+            ram_bytes=2**30,
+            torch_version="2",
+            accelerator=None,
+        ),
+    )

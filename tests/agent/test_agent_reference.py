@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from factories import synthetic_measurement
+from factories import agent_registration, synthetic_measurement
 
 from agent.client import AgentClient
 from agent.lease import Backoff
@@ -18,8 +18,6 @@ from agent.measure import CancelFlag, MeasurementCancelled
 from agent.reference import MAX_BUSY_RETRIES, ReferenceReadings, measure_until_quiet
 from agent.worker import Worker
 from archvocab.wire import (
-    AgentRegistration,
-    DeviceFingerprint,
     Failure,
     MeasurementResult,
     MeasurementSettings,
@@ -38,20 +36,7 @@ REFERENCE_SPEC: dict[str, Any] = {
     "n_positions": 64,
 }
 JOB_SPEC: dict[str, Any] = {**REFERENCE_SPEC, "n_layer": 2, "d_inner": [128] * 2, "n_head": [2] * 2}
-REGISTRATION = AgentRegistration(
-    device_class="cpu-test",
-    name="reference-test",
-    fingerprint=DeviceFingerprint(
-        hostname="test",
-        os="Linux",
-        cpu_model="test cpu",
-        machine="x86_64",
-        cores=1,
-        ram_bytes=2**30,
-        torch_version="2",
-        accelerator=None,
-    ),
-)
+REGISTRATION = agent_registration("reference-test")
 
 
 def reference(every_jobs: int = 100, every_s: float = 1000.0) -> ReferenceJob:

@@ -11,27 +11,15 @@ from typing import Any
 
 import httpx
 import pytest
+from factories import agent_registration
 
 from agent.child import FAULT_ENV
 from agent.client import AgentClient
 from agent.lease import Backoff
 from agent.worker import Worker
-from archvocab.wire import AgentRegistration, DeviceFingerprint, MeasurementResult
+from archvocab.wire import MeasurementResult
 
-REGISTRATION = AgentRegistration(
-    device_class="cpu-test",
-    name="worker-test",
-    fingerprint=DeviceFingerprint(
-        hostname="test",
-        os="Linux",
-        cpu_model="test cpu",
-        machine="x86_64",
-        cores=1,
-        ram_bytes=2**30,
-        torch_version="2",
-        accelerator=None,
-    ),
-)
+REGISTRATION = agent_registration("worker-test")
 
 
 @pytest.fixture
