@@ -25,11 +25,13 @@ retried as the agent does: `agent.reference.measure_until_quiet`). Reported, for
   reference's re-measurements here) and busy retries (each costed at its candidate's kept
   `total_s`).
 
-`--load N` runs N pure-Python busy loops for the whole run (search and re-measurement).
-The 1-minute load average is sampled throughout and reported per phase.
+`--load N` runs N load processes for the whole run (search and re-measurement): with
+`--load-kind spin` pure-Python busy loops (CPU only), with `--load-kind memory` copies between
+two 256 MB arrays, over and over (memory bandwidth and last-level cache). The 1-minute load
+average is sampled throughout and reported per phase.
 
     .venv/bin/python bench/reproducibility.py [--budget 40] [--repeats 1] [--seed 0]
-        [--strategy hwnas] [--pause 60] [--load 0] [--quick] [--json F]
+        [--strategy hwnas] [--pause 60] [--load 0] [--load-kind spin] [--quick] [--json F]
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import os
 import random
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -50,7 +53,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -102,17 +105,49 @@ QUICK = {
 
 
 # -- the machine -----------------------------------------------------------------------------
+MEMORY_LOAD_MB = 256  # per array, two per process: far past any last-level cache
+# Load processes die with this one even when it is killed outright (Linux), so none is left
+# competing with whatever runs on the machine next.
+DIE_WITH_PARENT = (
+    "import ctypes, signal, sys\n"
+    "if sys.platform == 'linux': ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"  # PDEATHSIG
+)
+
+
 @contextmanager
-def busy_loops(count: int) -> Iterator[list[subprocess.Popen]]:
-    """`count` processes spinning in pure Python for as long as the block runs."""
-    spin = [sys.executable, "-c", "while True: pass"]
-    procs = [subprocess.Popen(spin) for _ in range(count)]
+def load_processes(code: str, count: int) -> Iterator[list[subprocess.Popen]]:
+    """`count` processes running `code` for as long as the block runs, however it ends."""
+    procs: list[subprocess.Popen] = []
     try:
+        for _ in range(count):
+            procs.append(subprocess.Popen([sys.executable, "-c", DIE_WITH_PARENT + code]))
         yield procs
     finally:
         for proc in procs:
             proc.kill()
             proc.wait()
+
+
+def busy_loops(count: int) -> AbstractContextManager[list[subprocess.Popen]]:
+    """`count` processes spinning in pure Python: CPU only, no memory traffic."""
+    return load_processes("while True: pass", count)
+
+
+def memory_streams(
+    count: int, mb: int = MEMORY_LOAD_MB
+) -> AbstractContextManager[list[subprocess.Popen]]:
+    """`count` processes copying one `mb` MB array into another, over and over: they compete
+    for memory bandwidth and cache, which spinners do not."""
+    stream = (
+        "import numpy as np\n"
+        f"a = np.ones({mb} << 20, np.uint8)\n"
+        "b = np.zeros_like(a)\n"
+        "while True: np.copyto(b, a)\n"
+    )
+    return load_processes(stream, count)
+
+
+LOADS = {"spin": busy_loops, "memory": memory_streams}
 
 
 class LoadSampler:
@@ -580,7 +615,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--strategy", choices=("lts", "hwnas", "nsga2"), default="hwnas")
     parser.add_argument("--pause", type=float, default=None, help="seconds before measuring again")
-    parser.add_argument("--load", type=int, default=0, help="busy-loop processes for the run")
+    parser.add_argument("--load", type=int, default=0, help="load processes for the run")
+    parser.add_argument(
+        "--load-kind",
+        choices=tuple(LOADS),
+        default="spin",
+        help="spin: pure-Python busy loops; memory: large array copies (memory bandwidth)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     preset = QUICK if args.quick else FULL
@@ -595,7 +636,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     preset = QUICK if args.quick else FULL
     request = search_request(args, preset)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    with tempfile.TemporaryDirectory(prefix="hwnas-repro-") as tmp, busy_loops(args.load):
+    load = LOADS[args.load_kind](args.load)
+    with tempfile.TemporaryDirectory(prefix="hwnas-repro-") as tmp, load:
         with LoadSampler() as sampler:
             start_forkserver()  # this process's, warming while the search runs
             sampler.phase("search")
@@ -635,7 +677,7 @@ def report_payload(
         "started_at": started_at,
         "commit": commit().replace(" at commit ", ""),
         "device": {"class": DEVICE_CLASS, "cpu_model": cpu, "cores": os.cpu_count()},
-        "load": {"processes": args.load, "phases": sampler.summary()},
+        "load": {"processes": args.load, "kind": args.load_kind, "phases": sampler.summary()},
         "search": {
             "id": search["id"],
             "strategy": args.strategy,
@@ -689,6 +731,7 @@ def candidate_row(c: dict[str, Any], again: list[dict[str, Any]]) -> dict[str, A
 def command(args: argparse.Namespace) -> str:
     argv = ["--budget", str(args.budget), "--repeats", str(args.repeats), "--seed", str(args.seed)]
     argv += ["--strategy", args.strategy, "--pause", f"{args.pause:g}", "--load", str(args.load)]
+    argv += ["--load-kind", args.load_kind]
     argv += ["--quick"] if args.quick else []
     argv += ["--json", str(args.json)] if args.json else []
     return shlex.join([".venv/bin/python", "bench/reproducibility.py", *argv])
@@ -702,7 +745,7 @@ def summary(p: dict[str, Any]) -> list[str]:
     s, r, load = p["search"], p["remeasure"], p["load"]["phases"]
     lines = [
         f"device {p['device']['cpu_model']} ({p['device']['cores']} cores), "
-        f"{p['load']['processes']} busy loops; commit {p['commit']}",
+        f"{p['load']['processes']} load processes ({p['load']['kind']}); commit {p['commit']}",
         f"search {s['strategy']}: {s['measured']} measured, {s['failed']} failed, {s['busy']} "
         f"busy, {s['on_frontier']} on the frontier beyond noise (plain "
         f"{s['noise']['plain_frontier_size']}), {s['noise']['reference_readings']} reference "
@@ -777,6 +820,8 @@ def fmt_d(values: dict[str, float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # A plain kill unwinds like an exception, so the server, agent and load processes stop.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     print(command(args), flush=True)
     payload = run(args)
     lines = summary(payload)

@@ -149,3 +149,22 @@ def test_busy_loops_run_only_inside_the_block() -> None:
     with rp.busy_loops(2) as procs:
         assert len(procs) == 2 and all(p.poll() is None for p in procs)
     assert all(p.poll() is not None for p in procs)
+
+
+def test_memory_streams_run_only_inside_the_block() -> None:
+    with rp.memory_streams(1, mb=1) as procs:
+        assert len(procs) == 1 and procs[0].poll() is None
+    assert procs[0].poll() is not None
+
+
+def test_load_processes_stop_when_the_block_raises() -> None:
+    with pytest.raises(RuntimeError), rp.busy_loops(1) as procs:
+        raise RuntimeError("the run failed")
+    assert procs[0].poll() is not None
+
+
+def test_the_load_kind_is_parsed_and_named_in_the_command() -> None:
+    assert rp.parse_args([]).load_kind == "spin"
+    args = rp.parse_args(["--quick", "--load", "1", "--load-kind", "memory"])
+    assert args.load_kind == "memory"
+    assert "--load 1 --load-kind memory" in rp.command(args)
