@@ -84,6 +84,8 @@ class NoiseSettings(Strict):
     again (each at most `max_measurements` times in all, up to `remeasure_share` of the
     budget), in new processes and on whichever agent of the class is free, before the search
     finishes; their values become the geometric mean of their measurements.
+    `frontier_values = "corrected"` ranks drift-corrected values. The engine allows for the
+    device's prior noise when it picks parents (`search.noise.steering_widths`).
     """
 
     confidence: float = Field(0.95, ge=0.5, le=0.999, description="of every stated interval")
@@ -99,6 +101,11 @@ class NoiseSettings(Strict):
     )
     max_measurements: int = Field(
         4, ge=2, le=20, description="of one architecture, the first one included"
+    )
+    frontier_values: Literal["measured", "corrected"] = Field(
+        "measured",
+        description="what the frontier ranks: the measured values, or the drift-corrected ones "
+        "(each scaled by the median reference reading over the reading next to it)",
     )
 
 

@@ -58,6 +58,7 @@ from proxies.params import decoder_params, total_params  # noqa: E402
 from search.engine import Engine  # noqa: E402
 from search.hypervolume import Normaliser, hypervolume  # noqa: E402
 from search.lts import LTSEngine  # noqa: E402
+from search.noise import steering_widths  # noqa: E402
 from search.nsga2 import NSGA2Engine  # noqa: E402
 from search.steady import SteadyStateEngine  # noqa: E402
 from search.surrogate import CostModel, analytic_features  # noqa: E402
@@ -224,6 +225,10 @@ def run_engine(engine: Engine, replay: DeviceReplay, curve: Curve) -> None:
             curve.add({**candidate.proxies, **told}, got.wall_s, got.from_table)
 
 
+# The noise hwnas's frontier allows for, as a search on this CPU class gets it (server.engines).
+TOLERANCE = steering_widths("cpu", NoiseSettings().confidence)
+
+
 def make_engine(
     strategy: str, space: GPT2Space, seed: int, budget: int, normaliser: Normaliser
 ) -> Engine:
@@ -237,7 +242,9 @@ def make_engine(
         return LTSEngine(space, population=Population(), **common)
     if strategy == "hwnas":
         population = Population(initial=HWNAS_INITIAL)
-        return SteadyStateEngine(space, population=population, normaliser=normaliser, **common)
+        return SteadyStateEngine(
+            space, population=population, normaliser=normaliser, tolerance=TOLERANCE, **common
+        )
     if strategy == "nsga2":
         return NSGA2Engine(space, population=Population(initial=PEER_POPULATION), **common)
     raise ValueError(f"not an engine strategy: {strategy}")

@@ -16,15 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Self
 
-import numpy as np
-
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec, SearchSpace, parse_spec
 from archvocab.wire import Constraints, Population
 from search.errors import AlreadyTold, InvalidHistory, SearchError, UnknownCandidate
 from search.hypervolume import Normaliser
 from search.objectives import Objectives
-from search.pareto import non_dominated_mask
 from search.records import PENDING, Candidate, HistoryRecord, Outcome, PendingType
 
 Scorer = Callable[[ArchSpec], Mapping[str, float]]
@@ -43,6 +40,8 @@ class Engine:
     constraints bound it, and every zero-cost proxy objective); proxy objectives are
     maximised and latency/memory minimised (`archvocab.wire.OBJECTIVE_SENSE`). Told values
     must hold every other objective and every bounded metric (latency_ms / memory_mb).
+    `tolerance` (objective -> log half-width) is the measurement noise the frontier allows
+    for (`search.noise.steering_widths`): a candidate leaves it only when dominated beyond it.
     """
 
     strategy: ClassVar[str] = ""
@@ -58,6 +57,7 @@ class Engine:
         population: Population | None = None,
         constraints: Constraints | None = None,
         max_attempts: int = 200,
+        tolerance: Mapping[str, float] | None = None,
     ) -> None:
         self._space = space
         self._scorer = scorer
@@ -66,7 +66,7 @@ class Engine:
         self._max_attempts = _positive_int("max_attempts", max_attempts)
         self._population = population or Population()
         self._constraints = constraints or Constraints()
-        self._objectives = Objectives(objectives, self._constraints)
+        self._objectives = Objectives(objectives, self._constraints, tolerance)
         self._candidates: dict[str, Candidate] = {}  # insertion order = proposal order
         self._results: dict[str, dict[str, float] | None] = {}  # told; None = failed
         self._pending: set[str] = set()  # kept apart so tell() stays O(1) in long searches
@@ -190,11 +190,11 @@ class Engine:
         ]
 
     def frontier(self) -> list[Candidate]:
-        """Exact non-dominated set of told, successful, feasible candidates, in proposal order."""
+        """Told, successful, feasible candidates not dominated beyond the measurement noise
+        (`tolerance`; exactly non-dominated without one), in proposal order."""
         if self._frontier is None:
             pool = [(c, t) for c, t in self.measured() if self._objectives.feasible(c.proxies, t)]
-            points = np.array([self._objectives.minimised(c.proxies, t) for c, t in pool])
-            mask = non_dominated_mask(points.reshape(len(pool), len(self.objectives)))
+            mask = self._objectives.front([{**c.proxies, **t} for c, t in pool])
             self._frontier = [c for (c, _), keep in zip(pool, mask, strict=True) if keep]
         return list(self._frontier)
 

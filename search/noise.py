@@ -132,6 +132,18 @@ def fit(
     return NoiseModel(sigma=sigma, dof=dofs, readings=readings)
 
 
+def steering_widths(device: str, confidence: float) -> dict[str, float]:
+    """Log half-widths within which an engine cannot tell two single measurements apart: the
+    device's prior spread (not the learned one) at a normal `confidence` quantile, times
+    sqrt(2) for two values. Fixed for a search, so that a restored engine proposes exactly as
+    the live one did whatever readings arrived since."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    quantile = _t_quantile(confidence, math.inf)
+    sigma = PRIOR_SIGMA.get(device, PRIOR_SIGMA["cpu"])
+    return {metric: quantile * s * math.sqrt(2.0) for metric, s in sigma.items()}
+
+
 def drift_factor(reading: float | None, level: float | None) -> float:
     """What a value measured next to a reference `reading` is multiplied by to put it at the
     reference's `level` (the median of all its readings): 1 when either is unknown."""

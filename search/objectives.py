@@ -6,22 +6,58 @@ import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
 
+import numpy as np
+from numpy.typing import NDArray
+
 from archvocab.errors import InvalidSpec
 from archvocab.wire import OBJECTIVE_SENSE, Constraints
 from search.errors import InvalidResult
+from search.pareto import front_beyond_noise
 
 # Measured metric each hardware bound applies to (Constraints field -> value name).
 _BOUNDED = {"max_latency_ms": "latency_ms", "max_memory_mb": "memory_mb"}
 
 
+def within_bounds(constraints: Constraints, values: Mapping[str, float | None]) -> bool:
+    """Whether `values` meet max_latency_ms / max_memory_mb (a bound is met when not
+    exceeded; a bounded value that is missing does not meet it)."""
+    for field, metric in _BOUNDED.items():
+        bound = getattr(constraints, field)
+        if bound is not None and (values.get(metric) is None or values[metric] > bound):
+            return False
+    return True
+
+
+def minimised(objectives: Sequence[str], rows: Sequence[Mapping[str, float]]) -> NDArray:
+    """(n, k) objective values with maximised objectives negated, as `search.pareto` wants."""
+    signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
+    values = np.array([[row[o] for o in objectives] for row in rows], dtype=float)
+    return values.reshape(len(rows), len(objectives)) * signs
+
+
+def front_of(nominal: NDArray, half_widths: NDArray) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+    """The frontier beyond noise of minimised `nominal` values (`minimised`), each known to
+    within a log half-width (`half_widths`, same shape; 0 where exact): (mask, group) as
+    `search.pareto.front_beyond_noise` gives them. Engines and the server's result tables
+    both call this."""
+    low, high = nominal * np.exp(-half_widths), nominal * np.exp(half_widths)
+    return front_beyond_noise(nominal, np.minimum(low, high), np.maximum(low, high))
+
+
 class Objectives:
-    """Objective names in order, their senses, and the feasibility bounds of `constraints`.
+    """Objective names in order, their senses, the feasibility bounds of `constraints`, and
+    the measurement noise the frontier allows for (`tolerance`, objective -> log half-width).
 
     A candidate's values merge its zero-cost proxies with what its measurement told; told
     values win where both name the same metric.
     """
 
-    def __init__(self, names: Sequence[str], constraints: Constraints) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        constraints: Constraints,
+        tolerance: Mapping[str, float] | None = None,
+    ) -> None:
         if isinstance(names, str) or not names:
             raise InvalidSpec("objectives", "must be a non-empty list of objective names")
         for name in names:
@@ -32,6 +68,8 @@ class Objectives:
             raise InvalidSpec("objectives", f"must not repeat, got {list(names)}")
         self.names: tuple[str, ...] = tuple(names)
         self.senses: dict[str, str] = {name: OBJECTIVE_SENSE[name] for name in names}
+        self._constraints = constraints
+        self._tolerance = _checked_tolerance(tolerance or {}, self.names)
         self._bounds: dict[str, float] = {
             metric: float(getattr(constraints, field))
             for field, metric in _BOUNDED.items()
@@ -69,5 +107,22 @@ class Objectives:
 
     def feasible(self, proxies: Mapping[str, float], told: Mapping[str, float]) -> bool:
         """Within max_latency_ms / max_memory_mb (a bound is met when not exceeded)."""
-        both = {**proxies, **told}
-        return all(both[metric] <= bound for metric, bound in self._bounds.items())
+        return within_bounds(self._constraints, {**proxies, **told})
+
+    def front(self, rows: Sequence[Mapping[str, float]]) -> NDArray[np.bool_]:
+        """Which of `rows` (objective values) are not dominated beyond the tolerance."""
+        nominal = minimised(self.names, rows)
+        widths = np.array([self._tolerance.get(name, 0.0) for name in self.names])
+        mask, _ = front_of(nominal, np.broadcast_to(widths, nominal.shape))
+        return mask
+
+
+def _checked_tolerance(tolerance: Mapping[str, float], names: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for name, width in tolerance.items():
+        if name not in names:
+            continue  # a width for an objective this search does not have says nothing
+        if isinstance(width, bool) or not isinstance(width, Real) or not 0 <= width < math.inf:
+            raise InvalidSpec("tolerance", f"{name}: must be a finite number >= 0, got {width!r}")
+        out[name] = float(width)
+    return out

@@ -6,6 +6,7 @@ from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import parse_spec
 from archvocab.wire import SearchCreate
 from proxies.registry import get_proxy
+from search.objectives import within_bounds
 from server.db import CandidateRow
 
 
@@ -60,7 +61,4 @@ def feasibility(
     """Whether a result is within the search's latency/memory bounds; None unless measured."""
     if status != "measured" or latency_ms is None:
         return None
-    c = request.constraints
-    return (c.max_latency_ms is None or latency_ms <= c.max_latency_ms) and (
-        c.max_memory_mb is None or memory_mb <= c.max_memory_mb
-    )
+    return within_bounds(request.constraints, {"latency_ms": latency_ms, "memory_mb": memory_mb})

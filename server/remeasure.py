@@ -5,10 +5,10 @@ each other (one `frontier_group` holding several points). Each such point is mea
 as a job of its own (a candidate row of round k > 0: claimed, leased and reported exactly
 once like any job, in a new process, by another agent of the class while one is online:
 `server.jobs`), and its values become the geometric mean of its quiet measurements, whose
-interval narrows with each one (`search.noise`). This goes on, a batch of free slots at a time, until every group has one
-member, every grouped point has `max_measurements`, or `remeasure_share` of the budget is
-spent; then the search finishes. The engine never hears of re-measurements: the proposals
-are what they would have been.
+interval narrows with each one (`search.noise`). This goes on, a batch of free slots at a
+time, until every group has one member, every grouped point has `max_measurements`, or
+`remeasure_share` of the budget is spent; then the search finishes. The engine never hears
+of re-measurements: the proposals are what they would have been.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
-from search.pareto import front_beyond_noise
+from search.objectives import front_of
 from server.db import AgentRow, ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 from server.frontier import feasibility, values_of
 
@@ -223,14 +223,19 @@ class ResultTable:
 
     def _frontier(self, pool: list[Told]) -> None:
         """The frontier beyond noise among `pool` (results with a quiet measurement count),
-        vectorised: a search may hold 100,000 results and this runs whenever results arrive."""
+        vectorised: a search may hold 100,000 results and this runs whenever results arrive.
+        With `noise.frontier_values = "corrected"` it ranks (and checks the bounds of) the
+        drift-corrected values instead of the measured ones."""
         objectives, request = self.objectives, self.request
         assert self.noise is not None
+        corrected = request.noise.frontier_values == "corrected"
         n, k = len(pool), len(objectives)
-        nominal = np.full((n, k), np.nan)
+        nominal = np.full((n, k), np.nan)  # in objective order
         for j, objective in enumerate(objectives):
             nominal[:, j] = [_number(t.values.get(objective)) for t in pool]
         usable = np.array([bool(t.feasible) and not t.busy for t in pool], dtype=bool)
+        if corrected and self._level is not None:
+            self._correct(pool, nominal, usable)
         repeats = np.ones(n)
         index = {t.arch_id: i for i, t in enumerate(pool)}
         for arch in self._again:  # re-measured: the mean of its quiet measurements
@@ -238,7 +243,7 @@ class ResultTable:
             u = self.describe(arch) if i is not None else None
             if u is None or not u.measurements:
                 continue
-            values = {**pool[i].values, **u.values}
+            values = {**pool[i].values, **(u.corrected if corrected else u.values)}
             nominal[i] = [_number(values.get(o)) for o in objectives]
             repeats[i] = u.measurements
             usable[i] = bool(
@@ -247,24 +252,38 @@ class ResultTable:
         usable &= ~np.isnan(nominal).any(axis=1)
         rows = np.flatnonzero(usable)
         nominal, repeats = nominal[rows], repeats[rows]
-        low, high = nominal.copy(), nominal.copy()
+        half = np.zeros_like(nominal)
         for j, objective in enumerate(objectives):
             if objective in METRICS:  # measured: known to within the noise; the rest exact
-                half = np.array(
-                    [self.noise.half_width(objective, self.confidence, int(r)) for r in repeats]
-                    if len(self._again)
-                    else [self.noise.half_width(objective, self.confidence)] * len(rows)
-                )
-                low[:, j] = nominal[:, j] * np.exp(-half)
-                high[:, j] = nominal[:, j] * np.exp(half)
+                widths = {
+                    r: self.noise.half_width(objective, self.confidence, int(r))
+                    for r in np.unique(repeats)
+                }
+                half[:, j] = [widths[r] for r in repeats]
         signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
-        # Minimised form: a maximised objective's worst case is its low end.
-        lo, hi = np.minimum(low * signs, high * signs), np.maximum(low * signs, high * signs)
-        mask, group = front_beyond_noise(nominal * signs, lo, hi)
+        mask, group = front_of(nominal * signs, half)
         self.plain_frontier = int(np.sum(group == np.arange(len(group))))
         members = [(pool[rows[i]], pool[rows[group[i]]].arch_id) for i in np.flatnonzero(mask)]
         self.frontier = sorted((t for t, _ in members), key=lambda t: t.seq)
         self.uncertainty = {t.arch_id: self.describe(t.arch_id, g) for t, g in members}
+
+    def _correct(self, pool: list[Told], nominal: np.ndarray, usable: np.ndarray) -> None:
+        """Drift-correct `pool`'s measured objectives in place (as `describe` does for one)
+        and re-check the bounds on the corrected values."""
+        assert self._level is not None
+        factors = np.ones((len(pool), len(METRICS)))
+        for i, t in enumerate(pool):
+            if t.reference is not None:
+                factors[i] = [drift_factor(t.reference[m], self._level[m]) for m in (0, 1)]
+        for j, objective in enumerate(self.objectives):
+            if objective in METRICS:
+                nominal[:, j] *= factors[:, METRICS.index(objective)]
+        for i, t in enumerate(pool):
+            if t.reference is not None and t.status == "measured" and not t.busy:
+                latency, memory = (
+                    _number(t.values.get(m)) * factors[i, c] for c, m in enumerate(METRICS)
+                )
+                usable[i] = bool(feasibility(self.request, "measured", latency, memory))
 
 
 class ResultTables:

@@ -7,6 +7,7 @@ import time
 from itertools import pairwise
 
 import numpy as np
+import pytest
 from search_factories import (
     SMALL_POPULATION,
     SpySpace,
@@ -19,8 +20,10 @@ from search_factories import (
     tiny_space,
 )
 
+from archvocab.errors import InvalidSpec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params
+from search.noise import METRICS
 
 
 def test_generations_have_population_sizes_and_valid_members() -> None:
@@ -144,6 +147,33 @@ def test_frontier_is_exact_nondominated_set_of_feasible_points() -> None:
     ]
     assert [c.arch_id for c in engine.frontier()] == expected  # same set, proposal order
     assert len(expected) > 1
+
+
+def test_with_a_tolerance_only_points_dominated_beyond_it_leave_the_frontier() -> None:
+    width = 0.1  # log half-width of latency and memory; decoder_params stays exact
+    tolerance = {"latency_ms": width, "memory_mb": width}
+    engine = make_engine(max_evaluations=80, tolerance=tolerance)
+    drive(engine)
+    told = [c.arch_id for c in engine.candidates()]
+    values = {a: engine.objective_values(a) for a in told}
+
+    def dominates(a: str, b: str, w: float) -> bool:
+        """a's worst case dominates b's best case (each measured value within w)."""
+        worst = [-values[a]["decoder_params"]] + [values[a][m] * np.exp(w) for m in METRICS]
+        best = [-values[b]["decoder_params"]] + [values[b][m] * np.exp(-w) for m in METRICS]
+        return all(x <= y for x, y in zip(worst, best, strict=True)) and worst != best
+
+    expected = [b for b in told if not any(dominates(a, b, width) for a in told if a != b)]
+    exact = {b for b in told if not any(dominates(a, b, 0.0) for a in told if a != b)}
+    front = [c.arch_id for c in engine.frontier()]
+    assert front == expected
+    assert set(front) > exact  # the noise keeps nominally dominated points
+
+
+def test_a_tolerance_must_be_a_non_negative_number() -> None:
+    for bad in (-0.1, float("inf"), "wide", True):
+        with pytest.raises(InvalidSpec, match="tolerance"):
+            make_engine(tolerance={"latency_ms": bad})
 
 
 def test_parents_are_drawn_from_the_current_frontier() -> None:

@@ -116,6 +116,7 @@ def test_noise_settings_out_of_range_get_422_naming_the_field_and_range(client):
         ({"remeasure_share": 1.5}, "remeasure_share", "less than or equal to 1"),
         ({"max_measurements": 1}, "max_measurements", "greater than or equal to 2"),
         ({"remeasure": True}, "remeasure", "Extra inputs are not permitted"),
+        ({"frontier_values": "raw"}, "frontier_values", "'measured' or 'corrected'"),
     ]
     for noise, field, phrase in cases:
         response = client.post("/api/v1/searches", json=search_request(noise=noise))

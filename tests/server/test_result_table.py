@@ -106,3 +106,52 @@ def test_a_busy_result_enters_the_frontier_only_with_a_quiet_re_measurement() ->
     quiet = Again(1, best.arch_id, 0.001, 0.001, busy=False, reference=None, reference_key=None)
     table.add([], [quiet])
     assert [t.arch_id for t in table.frontier] == [best.arch_id]
+
+
+def drifted_pair(request: SearchCreate) -> tuple[ResultTable, Told, Told]:
+    """Two equal models: `steady` measured at the usual reference level, `slowed` 20% slower
+    while the reference read twice its level (the machine ran at half speed then)."""
+    rng = random.Random(3)
+    filler = []
+    for i in range(12):  # dominated results whose readings set the level (about 10 ms)
+        t = told(i, rng, reading=True)
+        t.values.update(decoder_params=1e6, latency_ms=100.0, memory_mb=500.0)
+        filler.append(t)
+    steady, slowed = told(20, rng, reading=True), told(21, rng, reading=True)
+    for t, latency in ((steady, 10.0), (slowed, 12.0)):
+        t.values.update(decoder_params=5e7, latency_ms=latency, memory_mb=100.0)
+        t.feasible = latency <= (request.constraints.max_latency_ms or latency)
+    steady.reference, slowed.reference = (10.0, 50.0), (20.0, 50.0)
+    table = ResultTable(1, request)
+    table.add([*filler, steady, slowed])
+    return table, steady, slowed
+
+
+def test_the_frontier_ranks_drift_corrected_values_when_asked() -> None:
+    measured, steady, slowed = drifted_pair(REQUEST)
+    assert measured.uncertainty[steady.arch_id].group == steady.arch_id
+    assert slowed.arch_id not in measured.uncertainty or (
+        measured.uncertainty[slowed.arch_id].group == steady.arch_id
+    )
+    corrected_request = REQUEST.model_copy(
+        update={"noise": REQUEST.noise.model_copy(update={"frontier_values": "corrected"})}
+    )
+    corrected, steady, slowed = drifted_pair(corrected_request)
+    u = corrected.uncertainty[slowed.arch_id]
+    assert u.group == slowed.arch_id  # 12 ms at half speed is about 6 ms: it leads now
+    assert u.corrected["latency_ms"] == pytest.approx(12.0 * 10.0 / 20.0, rel=0.05)
+    left = corrected.uncertainty.get(steady.arch_id)
+    assert left is None or left.group == slowed.arch_id
+
+
+def test_bounds_are_checked_on_the_values_the_frontier_ranks() -> None:
+    bounded = REQUEST.model_copy(
+        update={"constraints": REQUEST.constraints.model_copy(update={"max_latency_ms": 11.0})}
+    )
+    table, _, slowed = drifted_pair(bounded)
+    assert slowed.arch_id not in table.uncertainty  # 12 ms measured: over the bound
+    corrected = bounded.model_copy(
+        update={"noise": bounded.noise.model_copy(update={"frontier_values": "corrected"})}
+    )
+    table, _, slowed = drifted_pair(corrected)
+    assert slowed.arch_id in table.uncertainty  # about 6 ms once corrected: within it
