@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, select, update
+from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from archvocab.registry import parse_space
@@ -168,8 +168,9 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
             .order_by(CandidateRow.id)
             .limit(1)
         )
-        if _others_online(store, session, agent, now):
-            query = query.where(~_measured_by(agent_id))
+        others = _others_online(store, session, agent, now)
+        if others:
+            query = query.where(~_measured_by(agent_id, others))
         if store.row_locks:
             query = query.with_for_update(of=CandidateRow, skip_locked=True)
         for _ in range(_CLAIM_RACES + 1):
@@ -198,21 +199,34 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
         return None
 
 
-def _others_online(store: Store, session: Session, agent: AgentRow, now: datetime) -> bool:
-    """Whether another agent of this one's device class was seen within a lease period."""
+# Fingerprints read to learn what the other online agents can run: a device class is one kind
+# of hardware, so its agents' capabilities agree after a few; one left unseen only means an
+# agent may re-measure its own candidate, as it would alone.
+_OTHERS_READ = 64
+
+
+def _others_online(
+    store: Store, session: Session, agent: AgentRow, now: datetime
+) -> set[tuple[str, str]]:
+    """The (runtime, device) pairs that another agent of this one's device class, seen within a
+    lease period, can measure."""
     since = now - timedelta(seconds=store.settings.lease_seconds)
-    other = select(AgentRow.id).where(
+    others = select(AgentRow).where(
         AgentRow.device_class == agent.device_class,
         AgentRow.id != agent.id,
         AgentRow.last_seen_at >= since,
     )
-    return session.scalar(other.limit(1)) is not None
+    pairs: set[tuple[str, str]] = set()
+    for other in session.scalars(others.limit(_OTHERS_READ)):
+        runtimes, devices = _capabilities(other)
+        pairs.update((r, d) for r in runtimes for d in devices)
+    return pairs
 
 
-def _measured_by(agent_id: str) -> ColumnElement[bool]:
-    """A re-measurement of an architecture this agent measured for the search already: left
-    to another agent of the class while one is online, so that a re-measurement also varies
-    the device (docs/reproducibility.md)."""
+def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[bool]:
+    """A re-measurement of an architecture this agent measured for the search already, which
+    another online agent of the class can run (`others`: its runtime and device): left to
+    that one, so that a re-measurement also varies the device (docs/reproducibility.md)."""
     earlier = aliased(CandidateRow)
     mine = (
         select(earlier.id)
@@ -224,7 +238,8 @@ def _measured_by(agent_id: str) -> ColumnElement[bool]:
         )
         .exists()
     )
-    return and_(CandidateRow.round > 0, mine)
+    runnable = or_(*(and_(SearchRow.runtime == r, SearchRow.device == d) for r, d in others))
+    return and_(CandidateRow.round > 0, mine, runnable)
 
 
 def _top_up(store: Store, agent_id: str) -> bool:

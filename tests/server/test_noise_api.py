@@ -6,7 +6,13 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from factories import check_frontier_beyond_noise, register, search_request, synthetic_measurement
+from factories import (
+    FINGERPRINT,
+    check_frontier_beyond_noise,
+    register,
+    search_request,
+    synthetic_measurement,
+)
 
 from search.noise import PRIOR_DOF, fit, prior
 
@@ -231,3 +237,11 @@ def test_a_re_measurement_goes_to_another_agent_of_the_class_while_one_is_online
     assert play_with_references(client, first, QUIET)  # the re-queued lease and any others
     info = client.get(url).json()
     assert info["status"] == "finished" and info["progress"]["remeasuring"] == 0
+
+
+def test_an_online_agent_that_cannot_run_the_job_does_not_hold_a_re_measurement_back(client):
+    url, first = budget_spent(client)
+    register(client, fingerprint={**FINGERPRINT, "runtimes": ["onnxruntime"]})  # torch search
+    lease = client.post(f"/api/v1/agents/{first}/claim")
+    assert lease.status_code == 200, "the only agent that can run it takes it"
+    assert lease.json()["arch_id"] in {c["arch_id"] for c in client.get(f"{url}/pareto").json()}
