@@ -73,6 +73,7 @@ class EngineCache:
 
     def __init__(self) -> None:
         self._engines: dict[int, tuple[Engine, int]] = {}
+        self._handed_out: set[int] = set()  # searches whose engine this transaction holds
         self.restores = 0  # engines rebuilt from rows (after a restart, or another process)
 
     def new(
@@ -82,9 +83,11 @@ class EngineCache:
             parse_space(request.space), **_engine_kwargs(request, normaliser)
         )
         self._engines[search.id] = (engine, search.revision)
+        self._handed_out.add(search.id)
         return engine
 
     def get(self, session: Session, search: SearchRow) -> Engine:
+        self._handed_out.add(search.id)
         cached = self._engines.get(search.id)
         if cached is not None and cached[1] == search.revision:
             return cached[0]
@@ -100,8 +103,15 @@ class EngineCache:
         if cached is not None:
             self._engines[search.id] = (cached[0], search.revision)
 
-    def clear(self) -> None:
-        self._engines.clear()
+    def rolled_back(self) -> None:
+        """The transaction failed: an engine it held may have been told something the rows do
+        not record. Those are rebuilt from the rows when next needed; the others stay."""
+        for search_id in self._handed_out:
+            self._engines.pop(search_id, None)
+        self._handed_out.clear()
+
+    def committed(self) -> None:
+        self._handed_out.clear()
 
     def drop(self, search_id: int) -> None:
         self._engines.pop(search_id, None)

@@ -49,9 +49,11 @@ class Store:
                 with self._write_sessions() as session, session.begin():
                     yield session
             except BaseException:
-                # An engine may have been told something the rollback undid: rebuild from rows.
-                self.engines.clear()
+                # An engine this transaction held may have been told something the rollback
+                # undid: it is rebuilt from the rows. Other searches' engines are untouched.
+                self.engines.rolled_back()
                 raise
+            self.engines.committed()
 
     @contextmanager
     def write_rows(self) -> Iterator[Session]:

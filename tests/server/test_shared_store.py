@@ -63,3 +63,32 @@ def test_a_cancel_on_one_server_stops_proposals_on_the_other(make_client):
     assert second.post(f"/api/v1/agents/{agent}/claim").status_code == 204
     info = second.get(f"/api/v1/searches/{search_id}").json()
     assert info["status"] == "cancelled" and info["progress"]["measured"] == 1
+
+
+def _report(client, agent: str, lease: dict, lease_id: str | None = None):
+    result = {
+        "agent_id": agent,
+        "lease_id": lease_id or lease["lease_id"],
+        "measurement": synthetic_measurement(lease["spec"]),
+    }
+    return client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result)
+
+
+def test_a_refused_result_costs_no_other_search_its_engine(client):
+    store = client.app.state.store
+    agents = {}
+    for device_class in ("test-cpu", "other-cpu"):
+        request = search_request(device_class=device_class, budget={"max_evaluations": 40})
+        client.post("/api/v1/searches", json=request).raise_for_status()
+        body = {"device_class": device_class, "fingerprint": FINGERPRINT}
+        agents[device_class] = client.post("/api/v1/agents", json=body).json()["agent_id"]
+    mine = agents["test-cpu"]
+    first = client.post(f"/api/v1/agents/{mine}/claim").json()
+    assert _report(client, mine, first).status_code == 200
+    restores = store.engines.restores
+    other = agents["other-cpu"]
+    theirs = client.post(f"/api/v1/agents/{other}/claim").json()
+    assert _report(client, other, theirs, lease_id="not-the-lease").status_code == 409
+    second = client.post(f"/api/v1/agents/{mine}/claim").json()
+    assert _report(client, mine, second).status_code == 200
+    assert store.engines.restores == restores, "the refusal made the other search replay"
