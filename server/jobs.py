@@ -34,14 +34,12 @@ from archvocab.wire import (
     SearchCreate,
 )
 from search.noise import reference_architecture
-from server import quality
 from server.auth import Caller, digest, new_secret
 from server.cache import fingerprint_key, new_measurement
 from server.db import AgentRow, CandidateRow, LeaseRow, SearchRow
-from server.engines import measured_values
 from server.errors import Conflict, NotFound
 from server.logs import log_event
-from server.searches import advance
+from server.searches import advance, tell
 from server.settings import as_utc
 from server.store import Store, get_search
 
@@ -428,11 +426,7 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
         session.flush()
-        if row.round == 0:  # a re-measurement is the search's business, not the engine's
-            if engine is not None:
-                engine.tell(row.arch_id, measured_values(row))
-                store.engines.changed(search)
-            quality.record_result(session, search, row, engine)
+        tell(store, session, search, row, engine)
         if engine is not None:
             advance(store, session, search)
     log_event(

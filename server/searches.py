@@ -8,8 +8,10 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
 from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
+from search.engine import Engine
 from server import quality, remeasure
 from server.db import AgentRow, CandidateRow, SearchRow
+from server.engines import measured_values
 from server.logs import log_event
 from server.store import Store, enqueue, get_search
 from server.views import Census, candidate_info, search_info
@@ -69,15 +71,29 @@ def advance(store: Store, session: Session, search: SearchRow) -> None:
     # until the engine waits on real measurements or is done.
     while batch := engine.ask(slots):
         store.engines.changed(search)
-        for row, values in enqueue(session, search, batch, store.now()):
-            engine.tell(row.arch_id, values)
-            quality.record_result(session, search, row, engine)
+        for row in enqueue(session, search, batch, store.now()):
+            tell(store, session, search, row, engine)
     if engine.finished and not remeasure.queue(store, session, search, slots):
         search.status = "finished"
         search.finish_reason = engine.finish_reason
         search.finished_at = store.now()
         store.engines.drop(search.id)
         _log_finished(search)
+
+
+def tell(
+    store: Store, session: Session, search: SearchRow, row: CandidateRow, engine: Engine | None
+) -> None:
+    """The one way a finished candidate reaches its search, whether an agent measured it or
+    the cache had it: the engine (when the search still runs) is told its values, and the
+    result is numbered and scored. A re-measurement (round > 0) is the search's business,
+    not the engine's: it is not told."""
+    if row.round > 0:
+        return
+    if engine is not None:
+        engine.tell(row.arch_id, measured_values(row))
+        store.engines.changed(search)
+    quality.record_result(session, search, row, engine)
 
 
 def _log_finished(search: SearchRow) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from search.lts import Candidate
 from server.cache import find_cached
 from server.db import WRITE, ArchitectureRow, CandidateRow, SearchRow, make_engine
-from server.engines import EngineCache, measured_values, new_candidate_rows
+from server.engines import EngineCache, new_candidate_rows
 from server.errors import NotFound
 from server.results import ResultTables
 from server.settings import Settings
@@ -85,11 +85,11 @@ def get_search(session: Session, search_id: int, lock: bool = False) -> SearchRo
 
 def enqueue(
     session: Session, search: SearchRow, batch: list[Candidate], now: datetime
-) -> list[tuple[CandidateRow, dict[str, float]]]:
+) -> list[CandidateRow]:
     """Persist a batch of proposals: architectures (shared) first, then their jobs.
 
     A proposal the cache already has a measurement for is stored as measured (reused) instead
-    of queued; returns those rows with their objective values, for the engine to be told.
+    of queued; returns those rows, for the engine to be told.
     """
     rows = [
         {
@@ -118,4 +118,4 @@ def enqueue(
             row.measurement = hit
     session.add_all(rows)
     session.flush()
-    return [(row, measured_values(row)) for row in rows if row.reused]
+    return [row for row in rows if row.reused]
