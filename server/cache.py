@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from archvocab.wire import DeviceFingerprint, SearchCreate
+from archvocab.wire import DeviceFingerprint
 from server.db import AgentRow, MeasurementRow, SearchRow
 
 # Who the machine is called does not change what it measures.
@@ -31,7 +31,7 @@ def fingerprint_key(fingerprint: DeviceFingerprint) -> str:
 
 
 def settings_key(search: SearchRow) -> str:
-    return SearchCreate.model_validate(search.request).measurement.cache_key()
+    return search.parsed_request.measurement.cache_key()
 
 
 def find_cached(
@@ -44,7 +44,7 @@ def find_cached(
     """
     if not arch_ids:
         return {}
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     needed, inputs_key = request.agent_proxies, request.proxy_inputs.key()
     devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == search.device_class)
     rows = session.scalars(

@@ -118,7 +118,7 @@ class EngineCache:
 
     @staticmethod
     def _restore(session: Session, search: SearchRow) -> Engine:
-        request = SearchCreate.model_validate(search.request)
+        request = search.parsed_request
         # Columns, not rows: a measurement's raw samples are most of its size and the replay
         # needs none of them (restores happen on every result a process did not see).
         rows = session.execute(

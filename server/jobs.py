@@ -31,7 +31,6 @@ from archvocab.wire import (
     ProxyRequest,
     ReferenceJob,
     ResultReceipt,
-    SearchCreate,
 )
 from search.noise import reference_architecture
 from server.auth import Caller, digest, new_secret
@@ -276,7 +275,7 @@ def _lease(
 ) -> JobLease:
     row = session.get(CandidateRow, job_id, populate_existing=True)
     search = session.get(SearchRow, row.search_id)
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     names = request.agent_proxies
     reference = reference_architecture(parse_space(request.space))
     return JobLease(
@@ -331,7 +330,7 @@ def _missing_proxies(search: SearchRow, result: JobResult) -> str | None:
     """Why a measurement lacks the proxy values its search needs, or None."""
     if result.measurement is None:
         return None
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     names = request.agent_proxies
     measured = result.measurement
     lacking = [n for n in names if n not in measured.proxies]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from archvocab.points_wire import BASE_COLUMNS, SearchPoints
-from archvocab.wire import SearchCreate
 from server.results import Told
 from server.searches import census
 from server.store import Store, get_search
@@ -15,7 +14,7 @@ def search_points(store: Store, search_id: int, after: int = 0) -> SearchPoints:
     with store.read() as session:
         search = get_search(session, search_id)
         table = store.results.get(session, search)
-        request = SearchCreate.model_validate(search.request)
+        request = search.parsed_request
         proxy = request.proxy_objective
         extra = [] if proxy in BASE_COLUMNS else [proxy]
         counts = census(session, search_id).by_status

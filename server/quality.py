@@ -71,7 +71,7 @@ def initial_normalisation(request: SearchCreate) -> dict:
 def normaliser(search: SearchRow) -> Normaliser | None:
     """The search's fixed normalisation, or None while a reference is still open."""
     norm = search.normalisation or {}
-    objectives = SearchCreate.model_validate(search.request).objectives
+    objectives = search.parsed_request.objectives
     reference = norm.get("reference", {})
     if not all(o in reference and o in norm.get("ideal", {}) for o in objectives):
         return None
@@ -109,7 +109,7 @@ def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:
 
 def _fix_from_results(session: Session, search: SearchRow) -> bool:
     """Fix the open references from the first measurements, once there are enough."""
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     rows = [r for r in _told_rows(session, search) if r.status == "measured"]
     if len(rows) < min(FIRST_RESULTS, request.budget.max_evaluations):
         return False
@@ -136,7 +136,7 @@ def _fix_from_results(session: Session, search: SearchRow) -> bool:
 
 def _backfill(session: Session, search: SearchRow) -> None:
     """Hypervolume after each result so far, replayed in result order."""
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     norm = normaliser(search)
     points: list[np.ndarray] = []
     for row in _told_rows(session, search):
@@ -147,7 +147,7 @@ def _backfill(session: Session, search: SearchRow) -> None:
 
 def trace(search: SearchRow, told: list[Told]) -> HypervolumeTrace:
     """The hypervolume after every result (told: the search's results in order)."""
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     norm = search.normalisation or {}
     fixed = normaliser(search) is not None
     points, device_s, measured = [], 0.0, 0

@@ -31,7 +31,7 @@ def remeasure_budget(request: SearchCreate) -> int:
 def queue(store: Store, session: Session, search: SearchRow, slots: int) -> bool:
     """Queue up to `slots` re-measurements of frontier points the noise cannot tell apart;
     True while the search has any queued or running (it must not finish yet)."""
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     rows = session.execute(
         select(CandidateRow.status, func.count())
         .where(CandidateRow.search_id == search.id, CandidateRow.round > 0)

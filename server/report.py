@@ -48,7 +48,7 @@ def find_baseline(session: Session, search: SearchRow, request: SearchCreate) ->
         .order_by(SearchRow.id.desc())
     )
     for row in session.scalars(query):
-        other = SearchCreate.model_validate(row.request)
+        other = row.parsed_request
         if other.strategy == "layer_scaled" and _same_setup(other, request):
             return row
     return None
@@ -86,7 +86,7 @@ def compare(
 def search_report(store: Store, search_id: int) -> SearchReport:
     with store.read() as session:
         search = get_search(session, search_id)
-        request = SearchCreate.model_validate(search.request)
+        request = search.parsed_request
         table = store.results.get(session, search)
         front = [_point(t) for t in table.frontier]
         measured = sum(t.status == "measured" for t in table.rows)

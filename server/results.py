@@ -302,7 +302,7 @@ class ResultTables:
         with self._lock:
             table = self._tables.get(search.id)
             if table is None or table.stamp != search.normalisation:
-                request = SearchCreate.model_validate(search.request)
+                request = search.parsed_request
                 table = ResultTable(search.id, request, stamp=search.normalisation)
                 table.add_earlier(_earlier_readings(session, search, request))
                 self._tables[search.id] = table
@@ -338,7 +338,7 @@ _COLUMNS = (
 
 def _read(session: Session, search: SearchRow, after: int) -> list[Told]:
     """The search's results numbered above `after`, in order."""
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     query = (
         select(*_COLUMNS)
         .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)

@@ -155,7 +155,7 @@ def list_candidates(
     """The search's candidates in the order they were proposed; a page of them with `limit`."""
     with store.read() as session:
         search = get_search(session, search_id)
-        request = SearchCreate.model_validate(search.request)
+        request = search.parsed_request
         table = store.results.get(session, search)
         query = select(CandidateRow).where(
             CandidateRow.search_id == search_id, CandidateRow.round == 0
@@ -170,7 +170,7 @@ def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
     """The frontier's rows only: the result table says which they are."""
     with store.read() as session:
         search = get_search(session, search_id)
-        request = SearchCreate.model_validate(search.request)
+        request = search.parsed_request
         table = store.results.get(session, search)
         front = [t.arch_id for t in table.frontier]
         query = select(CandidateRow).where(

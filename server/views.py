@@ -119,7 +119,7 @@ def best_so_far(table: ResultTable, request: SearchCreate) -> list[ObjectiveBest
 
 
 def search_info(search: SearchRow, census: Census, table: ResultTable) -> SearchInfo:
-    request = SearchCreate.model_validate(search.request)
+    request = search.parsed_request
     return SearchInfo(
         id=search.id,
         name=search.name,
