@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from agent.measure import CancelFlag, MeasurementCancelled
 from archvocab.wire import (
@@ -117,7 +117,7 @@ def reading_of(
         arch_id=arch_id,
         latency_ms=result.latency_ms,
         peak_memory_mb=result.peak_memory_mb,
-        measured_at=measured_at or datetime.now(timezone.utc),
+        measured_at=measured_at or datetime.now(UTC),
         busy=result.provenance.busy,
     )
 

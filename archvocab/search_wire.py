@@ -6,6 +6,7 @@ Validation happens here, once, with messages that name the field and the allowed
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from datetime import datetime
 from typing import Any, Literal
 
@@ -387,10 +388,30 @@ class NoiseSummary(BaseModel):
     plain_frontier_size: int = Field(description="the frontier if the values were exact")
 
 
+class SearchStatus(StrEnum):
+    """Where a search is: proposing and measuring, done (budget spent or space exhausted), or
+    stopped by its user."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class JobStatus(StrEnum):
+    """Where one candidate's measurement is: waiting for an agent, leased to one, told
+    (measured or failed), or dropped with its cancelled search."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    MEASURED = "measured"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
 class SearchInfo(BaseModel):
     id: int
     name: str | None
-    status: Literal["running", "finished", "cancelled"]
+    status: SearchStatus
     device_class: str
     created_at: datetime
     finished_at: datetime | None
@@ -409,7 +430,7 @@ class SearchInfo(BaseModel):
 class CandidateInfo(BaseModel):
     arch_id: str
     generation: int
-    status: Literal["queued", "running", "measured", "failed", "cancelled"]
+    status: JobStatus
     spec: dict[str, Any]
     objectives: dict[str, float | None]
     feasible: bool | None

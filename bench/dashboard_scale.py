@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -246,7 +246,7 @@ def summarise(args, sizes, ids, samples, checks, browser_version) -> dict:
     ratios = {k: large[k] / small[k] if small[k] else None for k in small}
     return {
         "command": shlex.join(["python", "-m", "bench.dashboard_scale", *args.argv]),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": machine(browser_version),
         "sizes": sizes,

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -682,7 +682,7 @@ def run(load: Load, scenarios: list[tuple[str, int]], workdir: Path, cluster=Non
         results.append(run_scenario(load, store, workers, workdir, cluster))
         print_table(results[-1:])
     return {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": before,
         "load": dataclasses.asdict(load),

@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from archvocab.points_wire import SearchPoints
 from archvocab.proxy_wire import ProxyCheck, ProxyCheckResult, ProxyInfo
-from archvocab.search_wire import SpaceKindInfo, SpecCheck, SpecChecked
+from archvocab.search_wire import JobStatus, SpaceKindInfo, SpecCheck, SpecChecked
 from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
@@ -243,7 +243,7 @@ def get_points(
 def get_candidates(
     search_id: SearchId,
     request: Request,
-    status: Literal["queued", "running", "measured", "failed", "cancelled"] | None = None,
+    status: JobStatus | None = None,
     limit: Annotated[int | None, Query(ge=1, le=100_000)] = None,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[CandidateInfo]:

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from archvocab.errors import HwnasError
-from archvocab.wire import SearchCreate
+from archvocab.search_wire import SearchCreate
 
 
 class Base(DeclarativeBase):

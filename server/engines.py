@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from archvocab.registry import parse_space, parse_spec
+from archvocab.search_wire import JobStatus
 from archvocab.wire import SearchCreate
 from proxies.registry import zero_cost_scores
 from search.baseline import LayerScaledEngine
@@ -30,7 +31,7 @@ ENGINES: dict[str, type[Engine]] = {
 
 def measured_values(row: CandidateRow) -> dict[str, float] | None:
     """Objective values the engine is told for a finished candidate (None: it failed)."""
-    if row.status != "measured" or row.measurement is None:
+    if row.status != JobStatus.MEASURED or row.measurement is None:
         return None
     m = row.measurement
     # Low-cost proxies come with the measurement: the agent computed them (agent.proxy_values).
@@ -137,9 +138,9 @@ class EngineCache:
         )
         history = []
         for spec, generation, status, latency, memory, proxies in rows:
-            if status not in ("measured", "failed"):
+            if status not in (JobStatus.MEASURED, JobStatus.FAILED):
                 values = PENDING
-            elif status == "failed" or latency is None:
+            elif status == JobStatus.FAILED or latency is None:
                 values = None
             else:
                 values = {**(proxies or {}), "latency_ms": latency, "memory_mb": memory}
@@ -157,7 +158,7 @@ def new_candidate_rows(search_id: int, batch: list[Candidate]) -> list[Candidate
             search_id=search_id,
             arch_id=c.arch_id,
             generation=c.generation,
-            status="queued",
+            status=JobStatus.QUEUED,
             prediction=c.predicted,
         )
         for c in batch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import parse_spec
+from archvocab.search_wire import JobStatus
 from archvocab.wire import SearchCreate
 from proxies.registry import get_proxy
 from search.objectives import within_bounds
@@ -59,6 +60,6 @@ def feasibility(
     request: SearchCreate, status: str, latency_ms: float | None, memory_mb: float | None
 ) -> bool | None:
     """Whether a result is within the search's latency/memory bounds; None unless measured."""
-    if status != "measured" or latency_ms is None:
+    if status != JobStatus.MEASURED or latency_ms is None:
         return None
     return within_bounds(request.constraints, {"latency_ms": latency_ms, "memory_mb": memory_mb})

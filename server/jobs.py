@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from archvocab.registry import parse_space
+from archvocab.search_wire import JobStatus, SearchStatus
 from archvocab.wire import (
     AgentInfo,
     AgentRegistration,
@@ -113,25 +114,25 @@ def _agent(session: Session, agent_id: str, now: datetime) -> AgentRow:
 def requeue_expired(session: Session, now: datetime, row_locks: bool = False) -> None:
     """Jobs whose lease ran out go back to the queue (or are cancelled with their search)."""
     expired = select(CandidateRow.id).where(
-        CandidateRow.status == "running", CandidateRow.lease_expires_at < now
+        CandidateRow.status == JobStatus.RUNNING, CandidateRow.lease_expires_at < now
     )
     if row_locks:  # rows another claim is requeueing are its business
         expired = expired.with_for_update(skip_locked=True)
     ids = list(session.scalars(expired))
     if not ids:
         return
-    running = select(SearchRow.id).where(SearchRow.status == "running")
+    running = select(SearchRow.id).where(SearchRow.status == SearchStatus.RUNNING)
     cleared = {"lease_id": None, "agent_id": None, "lease_expires_at": None}
     mine = CandidateRow.id.in_(ids)
     requeued = session.execute(
         update(CandidateRow)
         .where(mine, CandidateRow.search_id.in_(running))
-        .values(status="queued", **cleared)
+        .values(status=JobStatus.QUEUED, **cleared)
     ).rowcount
     cancelled = session.execute(
         update(CandidateRow)
-        .where(mine, CandidateRow.status == "running")
-        .values(status="cancelled", **cleared)
+        .where(mine, CandidateRow.status == JobStatus.RUNNING)
+        .values(status=JobStatus.CANCELLED, **cleared)
     ).rowcount
     log_event("lease.expired", requeued=requeued, cancelled=cancelled)
 
@@ -156,8 +157,8 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
             select(CandidateRow.id)
             .join(SearchRow, SearchRow.id == CandidateRow.search_id)
             .where(
-                CandidateRow.status == "queued",
-                SearchRow.status == "running",
+                CandidateRow.status == JobStatus.QUEUED,
+                SearchRow.status == SearchStatus.RUNNING,
                 SearchRow.device_class == agent.device_class,
                 SearchRow.runtime.in_(runtimes),
                 SearchRow.device.in_(devices),
@@ -177,9 +178,9 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
             lease_id = uuid.uuid4().hex
             won = session.execute(
                 update(CandidateRow)
-                .where(CandidateRow.id == job_id, CandidateRow.status == "queued")
+                .where(CandidateRow.id == job_id, CandidateRow.status == JobStatus.QUEUED)
                 .values(
-                    status="running",
+                    status=JobStatus.RUNNING,
                     lease_id=lease_id,
                     lease_expires_at=expires,
                     agent_id=agent_id,
@@ -231,7 +232,7 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
             earlier.search_id == CandidateRow.search_id,
             earlier.arch_id == CandidateRow.arch_id,
             earlier.agent_id == agent_id,
-            earlier.status == "measured",
+            earlier.status == JobStatus.MEASURED,
         )
         .exists()
     )
@@ -248,7 +249,7 @@ def _top_up(store: Store, agent_id: str) -> bool:
         agent = _agent(session, agent_id, store.now())
         runtimes, devices = _capabilities(agent)
         query = select(SearchRow).where(
-            SearchRow.status == "running",
+            SearchRow.status == SearchStatus.RUNNING,
             SearchRow.device_class == agent.device_class,
             SearchRow.runtime.in_(runtimes),
             SearchRow.device.in_(devices),
@@ -316,7 +317,11 @@ def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
         now = store.now()
         _agent(session, ref.agent_id, now)
         row = _job(session, job_id, store.row_locks)
-        if row.status != "running" or row.lease_id != ref.lease_id or row.agent_id != ref.agent_id:
+        if (
+            row.status != JobStatus.RUNNING
+            or row.lease_id != ref.lease_id
+            or row.agent_id != ref.agent_id
+        ):
             raise Conflict(
                 f"job {job_id}: lease {ref.lease_id!r} is not held by agent {ref.agent_id!r} "
                 f"(job is {row.status}); the lease expired and the job went back to the queue "
@@ -364,16 +369,16 @@ def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
             f"job {job}: lease {result.lease_id!r} was never given to agent {result.agent_id!r} "
             "for this job"
         )
-    if row.status in ("measured", "failed"):
+    if row.status in (JobStatus.MEASURED, JobStatus.FAILED):
         if row.result_lease_id == result.lease_id:
             return False
         raise Conflict(
             f"job {job} already has a result (it was measured under another lease after this "
             "one expired); this one is dropped so that the job counts once"
         )
-    if row.status == "cancelled":
+    if row.status == JobStatus.CANCELLED:
         raise Conflict(f"job {job} was cancelled with its search; the result is dropped")
-    current = row.status == "running" and row.lease_id == result.lease_id
+    current = row.status == JobStatus.RUNNING and row.lease_id == result.lease_id
     if not current and result.measurement is None:
         raise Conflict(
             f"job {job}: a failure reported after the lease expired is dropped; the job was "
@@ -385,7 +390,7 @@ def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
             job_id=job,
             agent_id=result.agent_id,
             was=row.status,
-            other_agent=row.agent_id if row.status == "running" else None,
+            other_agent=row.agent_id if row.status == JobStatus.RUNNING else None,
         )
     return True
 
@@ -404,7 +409,9 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True)
         # Load (or rebuild) the engine before this row changes, so it replays the job as pending.
-        engine = store.engines.get(session, search) if search.status == "running" else None
+        engine = (
+            store.engines.get(session, search) if search.status == SearchStatus.RUNNING else None
+        )
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
         row.agent_id, row.result_lease_id = result.agent_id, result.lease_id
         missing = _missing_proxies(search, result)
@@ -415,13 +422,13 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt
                 failure=Failure(kind="error", message=missing),
             )
         if result.measurement is not None:
-            row.status = "measured"
+            row.status = JobStatus.MEASURED
             row.measurement = new_measurement(
                 search, row.arch_id, agent, result.measurement.model_dump(mode="json"), now
             )
             agent.jobs_done += 1
         else:
-            row.status = "failed"
+            row.status = JobStatus.FAILED
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
         session.flush()

@@ -26,11 +26,12 @@ from sqlalchemy import case, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from archvocab.search_wire import JobStatus, SearchStatus
 from server.db import AgentRow, CandidateRow, SearchRow
 from server.store import Store
 
 log = logging.getLogger("hwnas.http")
-SEARCH_STATUSES = ("running", "finished", "cancelled")
+SEARCH_STATUSES = tuple(SearchStatus)
 RATE_WINDOW_S = 60.0
 
 
@@ -109,7 +110,7 @@ class DatabaseCollector:
             .select_from(CandidateRow)
             .join(SearchRow, SearchRow.id == CandidateRow.search_id)
             .where(
-                CandidateRow.status == "measured",
+                CandidateRow.status == JobStatus.MEASURED,
                 CandidateRow.reused.is_(False),
                 CandidateRow.finished_at >= since,
             )
@@ -156,12 +157,16 @@ def _tally(rows) -> tuple[dict, dict, dict, dict]:  # noqa: ANN001 - result rows
     queue reads 0 rather than vanishing from the scrape."""
     queued, running, measured, failures = {}, {}, {}, {}
     for device_class, status, reused, kind, n in rows:
-        queued[device_class] = queued.get(device_class, 0) + (n if status == "queued" else 0)
-        running[device_class] = running.get(device_class, 0) + (n if status == "running" else 0)
-        if status == "measured":
+        queued[device_class] = queued.get(device_class, 0) + (
+            n if status == JobStatus.QUEUED else 0
+        )
+        running[device_class] = running.get(device_class, 0) + (
+            n if status == JobStatus.RUNNING else 0
+        )
+        if status == JobStatus.MEASURED:
             key = (device_class, "true" if reused else "false")
             measured[key] = measured.get(key, 0) + n
-        elif status == "failed":
+        elif status == JobStatus.FAILED:
             key = (device_class, kind or "unknown")
             failures[key] = failures.get(key, 0) + n
     return queued, running, measured, failures

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from archvocab.points_wire import BASE_COLUMNS, SearchPoints
+from archvocab.search_wire import JobStatus
 from server.results import Told
 from server.searches import census
 from server.store import Store, get_search
@@ -37,8 +38,8 @@ def search_points(store: Store, search_id: int, after: int = 0) -> SearchPoints:
                 arch: dict(u.values) for arch, u in table.uncertainty.items() if u.measurements > 1
             },
             epoch=table.epoch,
-            queued=counts.get("queued", 0),
-            running=counts.get("running", 0),
+            queued=counts.get(JobStatus.QUEUED, 0),
+            running=counts.get(JobStatus.RUNNING, 0),
         )
 
 

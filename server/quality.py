@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import parse_space
+from archvocab.search_wire import JobStatus
 from archvocab.wire import (
     HARDWARE_OBJECTIVES,
     OBJECTIVE_SENSE,
@@ -110,7 +111,7 @@ def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:
 def _fix_from_results(session: Session, search: SearchRow) -> bool:
     """Fix the open references from the first measurements, once there are enough."""
     request = search.parsed_request
-    rows = [r for r in _told_rows(session, search) if r.status == "measured"]
+    rows = [r for r in _told_rows(session, search) if r.status == JobStatus.MEASURED]
     if len(rows) < min(FIRST_RESULTS, request.budget.max_evaluations):
         return False
     first = [objective_values(r, request) for r in rows[:FIRST_RESULTS]]
@@ -152,7 +153,7 @@ def trace(search: SearchRow, told: list[Told]) -> HypervolumeTrace:
     fixed = normaliser(search) is not None
     points, device_s, measured = [], 0.0, 0
     for t in told:
-        if t.status == "measured":
+        if t.status == JobStatus.MEASURED:
             measured += 1
             device_s += t.device_s
         if t.hypervolume is None or t.finished_at is None:
@@ -184,7 +185,7 @@ def model_errors(told: list[Told]) -> list[ModelError]:
     """Per predicted objective: |predicted - measured| / measured over measured candidates."""
     errors: dict[str, list[float]] = {}
     for t in told:
-        if not t.prediction or t.status != "measured":
+        if not t.prediction or t.status != JobStatus.MEASURED:
             continue
         for name, predicted in t.prediction.items():
             actual = t.values.get(name)

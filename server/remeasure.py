@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from archvocab.search_wire import JobStatus
 from archvocab.wire import SearchCreate
 from server.db import CandidateRow, SearchRow
 from server.logs import log_event
@@ -38,9 +39,9 @@ def queue(store: Store, session: Session, search: SearchRow, slots: int) -> bool
         .group_by(CandidateRow.status)
     ).all()
     by_status = dict(rows)
-    if by_status.get("queued", 0) + by_status.get("running", 0):
+    if by_status.get(JobStatus.QUEUED, 0) + by_status.get(JobStatus.RUNNING, 0):
         return True
-    spent = sum(n for status, n in rows if status != "cancelled")
+    spent = sum(n for status, n in rows if status != JobStatus.CANCELLED)
     left = remeasure_budget(request) - spent
     if left <= 0:
         return False
@@ -71,7 +72,7 @@ def queue(store: Store, session: Session, search: SearchRow, slots: int) -> bool
             arch_id=arch,
             round=rounds[arch] + 1,
             generation=first[arch],
-            status="queued",
+            status=JobStatus.QUEUED,
         )
         for arch in picks
     )

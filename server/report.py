@@ -13,7 +13,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from archvocab.registry import parse_spec
-from archvocab.search_wire import BaselineComparison, ReportPoint, SearchCreate, SearchReport
+from archvocab.search_wire import (
+    BaselineComparison,
+    JobStatus,
+    ReportPoint,
+    SearchCreate,
+    SearchReport,
+    SearchStatus,
+)
 from server.db import SearchRow
 from server.results import Told
 from server.store import Store, get_search
@@ -42,7 +49,7 @@ def find_baseline(session: Session, search: SearchRow, request: SearchCreate) ->
         select(SearchRow)
         .where(
             SearchRow.id != search.id,
-            SearchRow.status == "finished",
+            SearchRow.status == SearchStatus.FINISHED,
             SearchRow.device_class == search.device_class,
         )
         .order_by(SearchRow.id.desc())
@@ -89,7 +96,7 @@ def search_report(store: Store, search_id: int) -> SearchReport:
         request = search.parsed_request
         table = store.results.get(session, search)
         front = [_point(t) for t in table.frontier]
-        measured = sum(t.status == "measured" for t in table.rows)
+        measured = sum(t.status == JobStatus.MEASURED for t in table.rows)
         comparison, note = None, ""
         if request.strategy == "layer_scaled":
             note = "this search is a layer-scaled baseline"
@@ -101,7 +108,7 @@ def search_report(store: Store, search_id: int) -> SearchReport:
             )
         else:
             told = store.results.get(session, baseline).rows
-            points = [_point(t) for t in told if t.status == "measured"]
+            points = [_point(t) for t in told if t.status == JobStatus.MEASURED]
             if points:
                 comparison = compare(baseline.id, points, front)
             else:

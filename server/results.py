@@ -23,6 +23,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from archvocab.search_wire import JobStatus
 from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
 from search.objectives import front_of
@@ -155,7 +156,11 @@ class ResultTable:
     def quiet_measurements(self, t: Told) -> list[tuple[float, float]]:
         """(latency, memory) of every measurement of `t` not flagged busy."""
         first = t.values.get("latency_ms"), t.values.get("memory_mb")
-        mine = [first] if t.status == "measured" and not t.busy and first[0] is not None else []
+        mine = (
+            [first]
+            if t.status == JobStatus.MEASURED and not t.busy and first[0] is not None
+            else []
+        )
         return mine + self._again.get(t.arch_id, [])
 
     def add_earlier(self, readings: dict[tuple[str, str], tuple[str, tuple[float, float]]]) -> None:
@@ -205,7 +210,7 @@ class ResultTable:
         quiet = self.quiet_measurements(t)
         measured = quiet or (
             [(t.values["latency_ms"], t.values["memory_mb"])]
-            if t.status == "measured" and t.values.get("latency_ms") is not None
+            if t.status == JobStatus.MEASURED and t.values.get("latency_ms") is not None
             else []
         )  # a busy-only result still has values and intervals, just no place on the frontier
         if not measured:
@@ -247,7 +252,7 @@ class ResultTable:
             nominal[i] = [_number(values.get(o)) for o in objectives]
             repeats[i] = u.measurements
             usable[i] = bool(
-                feasibility(request, "measured", values["latency_ms"], values["memory_mb"])
+                feasibility(request, JobStatus.MEASURED, values["latency_ms"], values["memory_mb"])
             )
         usable &= ~np.isnan(nominal).any(axis=1)
         rows = np.flatnonzero(usable)
@@ -279,11 +284,11 @@ class ResultTable:
             if objective in METRICS:
                 nominal[:, j] *= factors[:, METRICS.index(objective)]
         for i, t in enumerate(pool):
-            if t.reference is not None and t.status == "measured" and not t.busy:
+            if t.reference is not None and t.status == JobStatus.MEASURED and not t.busy:
                 latency, memory = (
                     _number(t.values.get(m)) * factors[i, c] for c, m in enumerate(METRICS)
                 )
-                usable[i] = bool(feasibility(self.request, "measured", latency, memory))
+                usable[i] = bool(feasibility(self.request, JobStatus.MEASURED, latency, memory))
 
 
 class ResultTables:
@@ -380,7 +385,7 @@ def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list
     finished = (
         CandidateRow.search_id == search.id,
         CandidateRow.round > 0,
-        CandidateRow.status.in_(("measured", "failed")),
+        CandidateRow.status.in_((JobStatus.MEASURED, JobStatus.FAILED)),
     )
     count = session.scalar(select(func.count()).select_from(CandidateRow).where(*finished))
     if count == len(table.seen_again):
@@ -404,7 +409,7 @@ def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list
     for job_id, arch_id, status, latency, memory, busy, agent, reference in session.execute(query):
         if job_id in table.seen_again:
             continue
-        measured = status == "measured" and latency is not None
+        measured = status == JobStatus.MEASURED and latency is not None
         out.append(
             Again(
                 id=job_id,

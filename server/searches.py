@@ -7,6 +7,7 @@ from datetime import timedelta
 from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
+from archvocab.search_wire import JobStatus, SearchStatus
 from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
 from search.engine import Engine
 from server import quality, remeasure
@@ -21,7 +22,7 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
     with store.write() as session:
         search = SearchRow(
             name=request.name,
-            status="running",
+            status=SearchStatus.RUNNING,
             device_class=request.device_class,
             runtime=request.measurement.runtime,
             device=request.measurement.device,
@@ -63,7 +64,7 @@ def measuring_slots(store: Store, session: Session, search: SearchRow) -> int:
 
 def advance(store: Store, session: Session, search: SearchRow) -> None:
     """Ask the engine for what to measure next; finish the search when the engine is done."""
-    if search.status != "running":
+    if search.status != SearchStatus.RUNNING:
         return
     engine = store.engines.get(session, search)
     slots = measuring_slots(store, session, search)
@@ -74,7 +75,7 @@ def advance(store: Store, session: Session, search: SearchRow) -> None:
         for row in enqueue(session, search, batch, store.now()):
             tell(store, session, search, row, engine)
     if engine.finished and not remeasure.queue(store, session, search, slots):
-        search.status = "finished"
+        search.status = SearchStatus.FINISHED
         search.finish_reason = engine.finish_reason
         search.finished_at = store.now()
         store.engines.drop(search.id)
@@ -186,15 +187,15 @@ def cancel_search(store: Store, search_id: int) -> SearchInfo:
     """Stop proposing; queued jobs are cancelled, running ones may still report."""
     with store.write() as session:
         search = get_search(session, search_id, lock=True)
-        if search.status == "running":
+        if search.status == SearchStatus.RUNNING:
             search.revision += 1
-            search.status = "cancelled"
+            search.status = SearchStatus.CANCELLED
             search.finish_reason = "cancelled"
             search.finished_at = store.now()
             session.execute(
                 update(CandidateRow)
-                .where(CandidateRow.search_id == search_id, CandidateRow.status == "queued")
-                .values(status="cancelled")
+                .where(CandidateRow.search_id == search_id, CandidateRow.status == JobStatus.QUEUED)
+                .values(status=JobStatus.CANCELLED)
             )
             store.engines.drop(search_id)
             _log_finished(search)

@@ -6,12 +6,12 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def utcnow() -> datetime:
     """Naive UTC 'now': the store keeps naive UTC datetimes throughout."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
@@ -54,4 +54,4 @@ class Settings:
 
 def as_utc(value: datetime) -> datetime:
     """Attach UTC to a naive datetime read back from the store."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value

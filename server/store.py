@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
+from archvocab.search_wire import JobStatus
 from search.lts import Candidate
 from server.cache import find_cached
 from server.db import WRITE, ArchitectureRow, CandidateRow, SearchRow, make_engine
@@ -114,7 +115,7 @@ def enqueue(
     for row in rows:
         hit = cached.get(row.arch_id)
         if hit is not None:
-            row.status, row.reused, row.finished_at = "measured", True, now
+            row.status, row.reused, row.finished_at = JobStatus.MEASURED, True, now
             row.measurement = hit
     session.add_all(rows)
     session.flush()

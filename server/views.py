@@ -7,6 +7,7 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
+from archvocab.search_wire import JobStatus
 from archvocab.wire import (
     OBJECTIVE_SENSE,
     CandidateInfo,
@@ -25,7 +26,7 @@ from server.remeasure import remeasure_budget
 from server.results import ResultTable
 from server.settings import as_utc
 
-STATUSES = ("queued", "running", "measured", "failed", "cancelled")
+STATUSES = tuple(JobStatus)
 
 
 def measurement_dict(m: MeasurementRow) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def measurement_dict(m: MeasurementRow) -> dict[str, Any]:
 def candidate_info(row: CandidateRow, request: SearchCreate, table: ResultTable) -> CandidateInfo:
     """A candidate with its measurement, its intervals and its place on `table`'s frontier."""
     failure = None
-    if row.status == "failed":
+    if row.status == JobStatus.FAILED:
         failure = Failure(kind=row.failure_kind or "error", message=row.failure_message or "")
     values = objective_values(row, request)
     on_frontier = row.arch_id in table.uncertainty
@@ -85,15 +86,17 @@ def progress(request: SearchCreate, census: Census, table: ResultTable) -> Progr
     return Progress(
         budget=request.budget.max_evaluations,
         proposed=sum(census.by_status.values()),
-        queued=counts["queued"],
-        running=counts["running"],
-        measured=counts["measured"],
-        failed=counts["failed"],
+        queued=counts[JobStatus.QUEUED],
+        running=counts[JobStatus.RUNNING],
+        measured=counts[JobStatus.MEASURED],
+        failed=counts[JobStatus.FAILED],
         reused=census.reused,
         generation=census.generation,
         hypervolume=latest_hypervolume(table.rows),
-        remeasured=census.remeasures.get("measured", 0) + census.remeasures.get("failed", 0),
-        remeasuring=census.remeasures.get("queued", 0) + census.remeasures.get("running", 0),
+        remeasured=census.remeasures.get(JobStatus.MEASURED, 0)
+        + census.remeasures.get(JobStatus.FAILED, 0),
+        remeasuring=census.remeasures.get(JobStatus.QUEUED, 0)
+        + census.remeasures.get(JobStatus.RUNNING, 0),
         remeasure_budget=remeasure_budget(request),
     )
 

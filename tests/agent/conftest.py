@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -120,7 +120,7 @@ def make_app(state: ServerState) -> FastAPI:
         lease_id = uuid.uuid4().hex
         state.leases[job["job_id"]] = lease_id
         state.job_claimed.set()
-        expires = datetime.now(timezone.utc) + timedelta(seconds=state.lease_seconds)
+        expires = datetime.now(UTC) + timedelta(seconds=state.lease_seconds)
         return {
             **job,
             "lease_id": lease_id,
@@ -135,7 +135,7 @@ def make_app(state: ServerState) -> FastAPI:
         state.heartbeats.append((job_id, body))
         if state.refuse_heartbeats or state.leases.get(job_id) != body.lease_id:
             return refuse("heartbeat", job_id)
-        expires = datetime.now(timezone.utc) + timedelta(seconds=state.lease_seconds)
+        expires = datetime.now(UTC) + timedelta(seconds=state.lease_seconds)
         return {"job_id": job_id, "lease_expires_at": expires.isoformat()}
 
     @app.post("/api/v1/jobs/{job_id}/result", response_model=None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -105,10 +105,10 @@ def test_a_failed_reading_keeps_the_last_one_and_waits_an_interval() -> None:
 
 def test_a_reading_says_when_it_ended_and_whether_it_was_busy() -> None:
     readings = ReferenceReadings(Clock())
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     got = readings.record(reference(), MeasurementSettings(), result(busy=True))
     assert got is not None and got.busy
-    assert before <= got.measured_at <= datetime.now(timezone.utc)
+    assert before <= got.measured_at <= datetime.now(UTC)
 
 
 # -- busy retries ---------------------------------------------------------------------------------
@@ -412,7 +412,7 @@ def test_a_real_reference_reading(live_server: Any, http: httpx.Client, fast_set
     jobs = [state.add_job(JOB_SPEC, settings) for _ in range(2)]
     for job in state.queue:
         job["reference"] = reference(every_jobs=2).model_dump()
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     worker = Worker(
         AgentClient(http),
         REGISTRATION,
@@ -429,7 +429,7 @@ def test_a_real_reference_reading(live_server: Any, http: httpx.Client, fast_set
     # a real reading: a timed forward of a 1-layer model, and its process's memory peak
     assert 0 < got.latency_ms < 1000 and got.latency_ms != first.latency_ms
     assert got.peak_memory_mb > 0
-    assert started <= got.measured_at <= datetime.now(timezone.utc)
+    assert started <= got.measured_at <= datetime.now(UTC)
 
 
 def test_a_lease_lost_while_the_reference_is_measured_drops_the_job(
