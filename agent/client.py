@@ -12,18 +12,8 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from archvocab.http_api import API_PREFIX, ApiError, error_from
 from archvocab.wire import AgentInfo, AgentRegistration, JobLease, JobResult, LeaseRef
-
-API_PREFIX = "/api/v1"
-
-
-class ApiError(Exception):
-    """The server answered with a status this client did not expect."""
-
-    def __init__(self, method: str, path: str, status: int, detail: str) -> None:
-        super().__init__(f"{method} {path} -> {status}: {detail}")
-        self.status = status
-        self.detail = detail
 
 
 class AgentUnknown(ApiError):
@@ -38,16 +28,6 @@ class BadLease(Exception):
         self.job_id = job_id
         self.lease_id = lease_id
         self.message = message
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:500]
-    if isinstance(body, dict) and "detail" in body:
-        return str(body["detail"])[:500]
-    return str(body)[:500]
 
 
 class AgentClient:
@@ -75,8 +55,17 @@ class AgentClient:
             # (its database was reset, or the enrollment token revoked): register again.
             forgot = response.status_code == 404 and path.startswith("/agents/")
             forgot = forgot or (response.status_code == 401 and self.credential is not None)
-            error = AgentUnknown if forgot else ApiError
-            raise error("POST", API_PREFIX + path, response.status_code, _detail(response))
+            refusal = error_from(response, method="POST", path=API_PREFIX + path)
+            if forgot:
+                raise AgentUnknown(
+                    refusal.status,
+                    refusal.message,
+                    refusal.field,
+                    refusal.body,
+                    method="POST",
+                    path=API_PREFIX + path,
+                )
+            raise refusal
         return response
 
     def register(self, registration: AgentRegistration) -> AgentInfo:
@@ -91,7 +80,9 @@ class AgentClient:
         try:
             info = AgentInfo.model_validate(response.json())
         except ValueError as exc:  # not JSON, or not an AgentInfo (pydantic errors are ValueErrors)
-            raise ApiError("POST", API_PREFIX + "/agents", response.status_code, str(exc)) from None
+            raise ApiError(
+                response.status_code, str(exc), method="POST", path=API_PREFIX + "/agents"
+            ) from None
         self.credential = info.credential
         return info
 
@@ -107,7 +98,9 @@ class AgentClient:
         try:
             data = response.json()
         except ValueError as exc:
-            raise ApiError("POST", path, response.status_code, f"not JSON: {exc}") from None
+            raise ApiError(
+                response.status_code, f"not JSON: {exc}", method="POST", path=path
+            ) from None
         try:
             return JobLease.model_validate(data)
         except ValidationError as exc:
@@ -117,7 +110,9 @@ class AgentClient:
                 and "lease_id" in data
             ):
                 raise BadLease(data["job_id"], str(data["lease_id"]), str(exc)) from None
-            raise ApiError("POST", path, response.status_code, f"unreadable lease: {exc}") from None
+            raise ApiError(
+                response.status_code, f"unreadable lease: {exc}", method="POST", path=path
+            ) from None
 
     def heartbeat(self, job_id: int, lease: LeaseRef) -> bool:
         """POST /jobs/{id}/heartbeat; False when the lease is gone (409, or 404 no such job)."""

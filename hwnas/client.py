@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 import httpx
 
+from archvocab.http_api import API_PREFIX, error_from
+from archvocab.http_api import ApiError as ApiError  # re-exported: users catch it from here
 from archvocab.points_wire import SearchPoints
 from archvocab.search_wire import SpaceKindInfo
 from archvocab.wire import (
@@ -38,17 +40,8 @@ from archvocab.wire import (
 )
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
-API = "/api/v1"
 ExportFormat = Literal["json", "onnx", "torch"]
 _SUFFIX = {"json": ".json", "onnx": ".onnx", "torch": ".py"}
-
-
-class ApiError(Exception):
-    """The server refused a request: `status`, its `message`, and `field` where it names one."""
-
-    def __init__(self, status: int, message: str, field: str | None = None, body: Any = None):
-        super().__init__(f"{status}: {message}")
-        self.status, self.message, self.field, self.body = status, message, field, body
 
 
 TOKEN_ENV = "HWNAS_TOKEN"
@@ -194,7 +187,7 @@ class Client:
         module definition (torch). Written to `path` (a folder gets the server's file name);
         without a path, json returns the dict and the others go to the current folder."""
         response = self.http.get(
-            f"{API}/architectures/{arch_id}/export",
+            f"{API_PREFIX}/architectures/{arch_id}/export",
             params={"format": format, **params},
             timeout=max(self.http.timeout.read or 0, 600),
         )
@@ -209,27 +202,12 @@ class Client:
 
     # -- plumbing ---------------------------------------------------------------------------
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self._check(self.http.request(method, f"{API}{path}", **kwargs))
+        return self._check(self.http.request(method, f"{API_PREFIX}{path}", **kwargs))
 
     @staticmethod
     def _check(response: httpx.Response, parse: bool = True) -> Any:
         if response.status_code >= 400:
-            raise _error(response)
+            raise error_from(response)
         if not parse or response.status_code == 204:
             return None
         return response.json()
-
-
-def _error(response: httpx.Response) -> ApiError:
-    try:
-        body = response.json()
-    except ValueError:
-        return ApiError(response.status_code, response.text.strip() or response.reason_phrase)
-    message = body.get("message") or body.get("detail") or response.reason_phrase
-    if not isinstance(message, str):
-        message = str(message)
-    field = body.get("field")
-    if field is None and isinstance(body.get("detail"), list) and body["detail"]:
-        loc = [str(p) for p in body["detail"][0].get("loc", []) if p not in ("body", "query")]
-        field = ".".join(loc) or None
-    return ApiError(response.status_code, message, field, body)
