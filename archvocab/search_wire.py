@@ -6,8 +6,8 @@ Validation happens here, once, with messages that name the field and the allowed
 from __future__ import annotations
 
 import math
-from enum import StrEnum
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
@@ -39,6 +39,11 @@ class Constraints(Strict):
     max_memory_mb: float | None = Field(None, gt=0)
     min_decoder_params: int | None = Field(None, ge=0)
     max_decoder_params: int | None = Field(None, ge=0)
+
+    def hardware_bounds(self) -> dict[str, float]:
+        """Measured metric -> its upper bound, for the bounds that are set."""
+        bounds = {"latency_ms": self.max_latency_ms, "memory_mb": self.max_memory_mb}
+        return {metric: float(b) for metric, b in bounds.items() if b is not None}
 
     @model_validator(mode="after")
     def _ordered(self) -> Constraints:

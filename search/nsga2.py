@@ -66,8 +66,6 @@ Config.warnings["not_compiled"] = False
 
 # G of a failed candidate: above every infeasible one's, whose G lies in (0, 1).
 _FAILED_VIOLATION = 2.0
-# Told metric each hardware bound applies to (Constraints field -> value name).
-_BOUNDED = {"max_latency_ms": "latency_ms", "max_memory_mb": "memory_mb"}
 
 
 def _child_rng(random_state: np.random.Generator) -> random.Random:
@@ -298,9 +296,8 @@ class NSGA2Engine(Engine):
             return _FAILED_VIOLATION
         both = {**candidate.proxies, **told}
         excess = 0.0
-        for field, metric in _BOUNDED.items():
-            bound = getattr(self._constraints, field)
-            if bound is not None and both[metric] > bound:
+        for metric, bound in self._constraints.hardware_bounds().items():
+            if both[metric] > bound:
                 excess += both[metric] / bound - 1.0
         return excess / (1.0 + excess)
 

@@ -14,18 +14,14 @@ from archvocab.wire import OBJECTIVE_SENSE, Constraints
 from search.errors import InvalidResult
 from search.pareto import front_beyond_noise
 
-# Measured metric each hardware bound applies to (Constraints field -> value name).
-_BOUNDED = {"max_latency_ms": "latency_ms", "max_memory_mb": "memory_mb"}
-
 
 def within_bounds(constraints: Constraints, values: Mapping[str, float | None]) -> bool:
     """Whether `values` meet max_latency_ms / max_memory_mb (a bound is met when not
     exceeded; a bounded value that is missing does not meet it)."""
-    for field, metric in _BOUNDED.items():
-        bound = getattr(constraints, field)
-        if bound is not None and (values.get(metric) is None or values[metric] > bound):
-            return False
-    return True
+    return all(
+        values.get(metric) is not None and values[metric] <= bound
+        for metric, bound in constraints.hardware_bounds().items()
+    )
 
 
 def minimised(objectives: Sequence[str], rows: Sequence[Mapping[str, float]]) -> NDArray:
@@ -70,11 +66,7 @@ class Objectives:
         self.senses: dict[str, str] = {name: OBJECTIVE_SENSE[name] for name in names}
         self._constraints = constraints
         self._tolerance = _checked_tolerance(tolerance or {}, self.names)
-        self._bounds: dict[str, float] = {
-            metric: float(getattr(constraints, field))
-            for field, metric in _BOUNDED.items()
-            if getattr(constraints, field) is not None
-        }
+        self._bounds: dict[str, float] = constraints.hardware_bounds()
 
     def check(
         self, arch_id: str, proxies: Mapping[str, float], told: Mapping[str, object]
