@@ -36,7 +36,7 @@ from bench.search_efficiency import (
     score,
 )
 from search.hypervolume import Normaliser
-from search.steady import SteadyStateEngine
+from search.strategies.hwnas import SteadyStateEngine
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "hwnas": {},

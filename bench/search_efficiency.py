@@ -41,28 +41,23 @@ from typing import Any
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from archvocab.registry import parse_space, parse_spec
+from archvocab.space import GPT2Space
+from archvocab.spec import GPT2Spec
+from archvocab.wire import NoiseSettings, Population
+from bench.peers.optuna_peer import run_optuna_nsga2
+from bench.replay import DEFAULT_TABLE, DeviceReplay
+from proxies.flops import flops
+from proxies.params import decoder_params, total_params
+from search.engine import Engine
+from search.hypervolume import Normaliser, hypervolume
+from search.noise import steering_widths
+from search.strategies.hwnas import SteadyStateEngine
+from search.strategies.lts import LTSEngine
+from search.strategies.nsga2 import NSGA2Engine
+from search.surrogate import CostModel, analytic_features
 
-from archvocab.registry import parse_space, parse_spec  # noqa: E402
-from archvocab.space import GPT2Space  # noqa: E402
-from archvocab.spec import GPT2Spec  # noqa: E402
-from archvocab.wire import NoiseSettings, Population  # noqa: E402
-from bench.peers.optuna_peer import run_optuna_nsga2  # noqa: E402
-from bench.replay import DEFAULT_TABLE, DeviceReplay  # noqa: E402
-from proxies.flops import flops  # noqa: E402
-from proxies.params import decoder_params, total_params  # noqa: E402
-from search.engine import Engine  # noqa: E402
-from search.hypervolume import Normaliser, hypervolume  # noqa: E402
-from search.lts import LTSEngine  # noqa: E402
-from search.noise import steering_widths  # noqa: E402
-from search.nsga2 import NSGA2Engine  # noqa: E402
-from search.steady import SteadyStateEngine  # noqa: E402
-from search.surrogate import CostModel, analytic_features  # noqa: E402
-
+ROOT = Path(__file__).resolve().parents[1]
 OBJECTIVES = ["decoder_params", "latency_ms", "memory_mb"]
 STRATEGIES = ("lts", "hwnas", "nsga2", "optuna")
 CHECKPOINTS = (50, 100, 200, 300, 400, 600, 1000, 2000, 3000)

@@ -1,8 +1,9 @@
 """Search engines and their math: pure library, values in and values out (no HTTP, no DB).
 
-Strategies are ask/tell engines on `search.engine.Engine`: `LTSEngine` (LTS Algorithm 1),
-`NSGA2Engine` (pymoo's NSGA-II) and `SteadyStateEngine` (hwnas's own: steady-state evolution
-with surrogate screening). `search.pareto` holds the exact non-dominated-set computation,
+Strategies are ask/tell engines on `search.engine.Engine`, one module each in
+`search.strategies`, registered there by name: `lts` (LTS Algorithm 1), `nsga2` (pymoo's
+NSGA-II), `hwnas` (hwnas's own: steady-state evolution with surrogate screening) and
+`layer_scaled` (the layer-scaling baseline). `search.pareto` holds the exact non-dominated-set computation,
 `search.hypervolume` the normalised hypervolume every strategy is judged by.
 """
 
@@ -15,11 +16,11 @@ from search.errors import (
     UnknownCandidate,
 )
 from search.hypervolume import Normaliser, hypervolume
-from search.lts import LTSEngine
-from search.nsga2 import NSGA2Engine
 from search.pareto import dominates, non_dominated_indices, non_dominated_mask
 from search.records import PENDING, Candidate, HistoryRecord
-from search.steady import SteadyStateEngine
+from search.strategies.hwnas import SteadyStateEngine
+from search.strategies.lts import LTSEngine
+from search.strategies.nsga2 import NSGA2Engine
 
 __all__ = [
     "PENDING",

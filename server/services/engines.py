@@ -13,20 +13,13 @@ from archvocab.registry import parse_space, parse_spec
 from archvocab.search_wire import JobStatus
 from archvocab.wire import SearchCreate
 from proxies.registry import zero_cost_scores
-from search.baseline import LayerScaledEngine
 from search.engine import Engine
 from search.hypervolume import Normaliser
-from search.lts import PENDING, Candidate, LTSEngine
 from search.noise import steering_widths
-from search.nsga2 import NSGA2Engine
-from search.steady import SteadyStateEngine
-from server.db import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
-from server.quality import normaliser
-
-# strategy name (SearchCreate.strategy) -> engine class
-ENGINES: dict[str, type[Engine]] = {
-    e.strategy: e for e in (LTSEngine, NSGA2Engine, SteadyStateEngine, LayerScaledEngine)
-}
+from search.records import PENDING
+from search.strategies import ENGINES
+from server.services.quality import normaliser
+from server.store.rows import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 
 
 def measured_values(row: CandidateRow) -> dict[str, float] | None:
@@ -66,7 +59,9 @@ def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict
 
 class EngineCache:
     """search id -> (live engine, the search revision it reflects). Callers hold the
-    service's write lock and, where several processes share the store, the search's row lock.
+    store's write lock and, where several processes share the store, the search's row lock.
+    It observes the store's write transactions (`Store.observe`): a rolled-back one drops the
+    engines it held.
 
     Another server process may have proposed or told since this one last did: the search row's
     `revision` then differs from the cached one, and the engine is rebuilt from the rows.
@@ -150,16 +145,3 @@ class EngineCache:
             history=history,
             **_engine_kwargs(request, normaliser(search)),
         )
-
-
-def new_candidate_rows(search_id: int, batch: list[Candidate]) -> list[CandidateRow]:
-    return [
-        CandidateRow(
-            search_id=search_id,
-            arch_id=c.arch_id,
-            generation=c.generation,
-            status=JobStatus.QUEUED,
-            prediction=c.predicted,
-        )
-        for c in batch
-    ]

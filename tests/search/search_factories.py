@@ -17,7 +17,8 @@ from archvocab.spec import GPT2Spec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params, total_params
 from search.engine import Engine
-from search.lts import Candidate, LTSEngine
+from search.records import Candidate
+from search.strategies.lts import LTSEngine
 
 SMALL_POPULATION = Population(initial=12, parents=4, mutations=6, crossovers=6)
 OBJECTIVES = ["decoder_params", "latency_ms", "memory_mb"]

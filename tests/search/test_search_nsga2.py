@@ -27,7 +27,7 @@ from archvocab.spec import GPT2Spec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params, total_params
 from search import PENDING, HistoryRecord, InvalidHistory
-from search.nsga2 import NSGA2Engine
+from search.strategies.nsga2 import NSGA2Engine
 
 # Bounds that bite on the synthetic hardware: about a third of random members are faster
 # than 6 ms, and the smallest ones (265k decoder parameters) are ruled out beforehand.

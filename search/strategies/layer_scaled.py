@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from archvocab.registry import ArchSpec, SearchSpace
-from search.lts import Candidate, LTSEngine
+from search.records import Candidate
+from search.strategies.lts import LTSEngine
 
 
 class LayerScaledEngine(LTSEngine):

@@ -49,7 +49,7 @@ class LTSEngine(Engine):
             self._population,
             None if generation == 0 else [c.spec for c in self.frontier()],
             size=remaining,
-            rng=random.Random(f"hwnas.search.lts:{self._seed}:{generation}"),
+            rng=random.Random(f"hwnas.search.strategies.lts:{self._seed}:{generation}"),
             seen=self._candidates.keys(),
             admit=self._admit,
             max_attempts=self._max_attempts,

@@ -32,7 +32,7 @@ from proxies.params import decoder_params, total_params
 from search import PENDING, LTSEngine
 from search.hypervolume import Normaliser, hypervolume
 from search.records import Candidate
-from search.steady import SteadyStateEngine
+from search.strategies.hwnas import SteadyStateEngine
 
 INITIAL = SMALL_POPULATION.initial  # 12
 

@@ -204,7 +204,7 @@ class NSGA2Engine(Engine):
     def _pymoo_seed(self) -> int:
         # numpy takes only non-negative seeds; hashing also keeps this stream apart from
         # other strategies seeded with the same number.
-        digest = hashlib.sha256(f"hwnas.search.nsga2:{self._seed}".encode()).digest()
+        digest = hashlib.sha256(f"hwnas.search.strategies.nsga2:{self._seed}".encode()).digest()
         return int.from_bytes(digest[:8], "big")
 
     # -- proposing -------------------------------------------------------------------------

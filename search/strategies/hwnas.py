@@ -94,7 +94,7 @@ class SteadyStateEngine(Engine):
         models = self._fit_models()
         for _ in range(free):
             index = len(self._candidates) + len(batch)
-            rng = random.Random(f"hwnas.search.steady:{self._seed}:{index}")
+            rng = random.Random(f"hwnas.search.strategies.hwnas:{self._seed}:{index}")
             if index < self._population.initial or models is None:
                 initial_out = self._pending or self.told < self._population.initial
                 if models is None and index >= self._population.initial and initial_out:
