@@ -33,16 +33,16 @@ from bench.replay_agent import ReplayDevice  # noqa: E402
 from proxies.registry import zero_cost_scores  # noqa: E402
 from search.hypervolume import Normaliser, hypervolume  # noqa: E402
 from search.pareto import non_dominated_mask  # noqa: E402
-from server.cache import fingerprint_key  # noqa: E402
-from server.db import (  # noqa: E402
+from server.settings import Settings, utcnow  # noqa: E402
+from server.store.cache import fingerprint_key  # noqa: E402
+from server.store.rows import (  # noqa: E402
     AgentRow,
     ArchitectureRow,
     CandidateRow,
     MeasurementRow,
     SearchRow,
 )
-from server.settings import Settings, utcnow  # noqa: E402
-from server.store import Store  # noqa: E402
+from server.store.store import Store  # noqa: E402
 
 AGENT_ID = "replay-agent-0"
 DEVICE_CLASS = "replay"

@@ -220,7 +220,8 @@ def run_engine(engine: Engine, replay: DeviceReplay, curve: Curve) -> None:
             curve.add({**candidate.proxies, **told}, got.wall_s, got.from_table)
 
 
-# The noise hwnas's frontier allows for, as a search on this CPU class gets it (server.engines).
+# The noise hwnas's frontier allows for, as a search on this CPU class gets it
+# (server.services.engines).
 TOLERANCE = steering_widths("cpu", NoiseSettings().confidence)
 
 

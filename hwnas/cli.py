@@ -9,14 +9,14 @@ from typing import Any
 
 # subcommand -> "module:function" taking the parsed argparse.Namespace, returning an exit code
 _COMMANDS = {
-    "serve": "server.cli:serve",
-    "demo": "server.demo:run",
+    "serve": "server.cli.serve:serve",
+    "demo": "server.cli.demo:run",
     "agent": "agent.cli:run",
     "proxies": "proxies.cli:run",
     "baseline": "hwnas.baseline:run_baseline",
     "report": "hwnas.baseline:run_report",
     "search": "hwnas.search_cli:run",
-    "token": "server.token_cli:run",
+    "token": "server.cli.tokens:run",
 }
 
 TOKEN_HELP = "user token (default: $HWNAS_TOKEN); needed where the server has authentication"

@@ -1,8 +1,9 @@
-"""Server-side domain errors; `server.app` translates every HwnasError to HTTP in one place."""
+"""Server-side domain errors, raised by every layer; `server.app.errors` translates every
+HwnasError to HTTP in one place."""
 
 from __future__ import annotations
 
-from archvocab.errors import HwnasError, InvalidSpec
+from archvocab.errors import HwnasError
 
 
 class NotFound(HwnasError):
@@ -29,21 +30,3 @@ class ExportUnavailable(HwnasError):
 
 class ExportFailed(HwnasError):
     """The export process crashed or ran out of time: the server's fault, not the request's."""
-
-
-STATUS_BY_ERROR: dict[type[HwnasError], int] = {
-    InvalidSpec: 422,
-    NotFound: 404,
-    Conflict: 409,
-    Unauthenticated: 401,
-    Forbidden: 403,
-    ExportUnavailable: 501,
-    ExportFailed: 500,
-}
-
-
-def http_status(error: HwnasError) -> int:
-    for cls in type(error).__mro__:
-        if cls in STATUS_BY_ERROR:
-            return STATUS_BY_ERROR[cls]
-    return 400

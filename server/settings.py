@@ -26,18 +26,18 @@ class Settings:
     # The interpreter that runs `python -m agent.export`: it needs torch and onnx, the server
     # does not. Injectable so tests can run one that lacks torch.
     export_python: str = sys.executable
-    # Request bodies over this are refused with 413 (server.limits). The largest body a schema
-    # admits is a ProxyCheck at its 100,000-result cap: 6 MB of compact JSON with 16-digit
-    # arch ids, 8.3 MB indented, 10.9 MB with 64-character ids. A JobResult at its caps
-    # (10,000 latency samples, 4096 CPU ids) is ~0.3 MB and a SearchCreate a few kB.
+    # Request bodies over this are refused with 413 (server.app.middleware.body_limit). The
+    # largest body a schema admits is a ProxyCheck at its 100,000-result cap: 6 MB of compact
+    # JSON with 16-digit arch ids, 8.3 MB indented, 10.9 MB with 64-character ids. A JobResult
+    # at its caps (10,000 latency samples, 4096 CPU ids) is ~0.3 MB and a SearchCreate a few kB.
     max_request_bytes: int = 16 * 2**20
-    # Authentication (server.auth). Off here, for tests and embedding; `hwnas serve` turns it
-    # on unless told --no-auth. With it on, writes need a token; reads too when private.
+    # Authentication (server.services.auth). Off here, for tests and embedding; `hwnas serve`
+    # turns it on unless told --no-auth. With it on, writes need a token; reads too when private.
     auth: bool = False
     private_reads: bool = False
 
     def to_json(self) -> str:
-        """The plain settings (not the clock) as JSON, for another process (server.asgi)."""
+        """The plain settings (not the clock) as JSON, for another process (server.app.asgi)."""
         return json.dumps(
             {f.name: getattr(self, f.name) for f in fields(self) if f.name != "clock"}
         )

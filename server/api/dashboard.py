@@ -15,7 +15,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 
 from server.errors import NotFound
 
-HERE = Path(__file__).resolve().parent / "dashboard"
+HERE = Path(__file__).resolve().parents[1] / "dashboard"
 # The files the page may load, by name; nothing else under the folder is served.
 ASSETS = {p.name: p for p in HERE.iterdir() if p.suffix in (".js", ".css")}
 MEDIA = {".js": "text/javascript", ".css": "text/css"}

@@ -3,8 +3,8 @@
 Every operation documents the errors its shape implies, derived here so that a new route
 gets them without being told: a body can be unreadable (400) or too large (413), a path id can
 name nothing (404), and parameters or a body can be invalid (422, in either of the two shapes
-`server.app` answers with). Errors only some routes give (409, 500, 501) are declared on those
-routes with the constants below.
+`server.app.errors` answers with). Errors only some routes give (401, 403, 409, 500, 501) are
+declared on those routes with the constants below.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ REF = "#/components/schemas/{model}"
 
 
 class ErrorBody(BaseModel):
-    """An error hwnas answers itself (server.app's translation of domain errors, server.limits)."""
+    """An error hwnas answers itself (server.app.errors, the body limit)."""
 
     detail: str = Field(description="what is wrong, naming the field and the fix")
     field: str | None = Field(None, description="a spec or space check's field at fault (422)")
@@ -33,7 +33,7 @@ class ValidationIssue(BaseModel):
 
 
 class RequestInvalid(BaseModel):
-    """422: the request does not match its schema (server.app.invalid_request)."""
+    """422: the request does not match its schema (server.app.errors.invalid_request)."""
 
     detail: list[ValidationIssue]
     message: str = Field(description="the first problem, in one line")
@@ -44,6 +44,11 @@ def _error(description: str) -> dict[str, Any]:
 
 
 # For `responses=` on the routes that give them.
+_OBJECT = {"content": {"application/json": {"schema": {"type": "object"}}}}
+AUTH_ERRORS: dict = {
+    401: {"description": "no token, or one never issued or revoked", **_OBJECT},
+    403: {"description": "a token that does not allow this request", **_OBJECT},
+}
 CONFLICT = {409: _error("the request contradicts the job's state (e.g. a lost lease)")}
 EXPORT_ERRORS = {
     500: _error("the export process failed or ran out of time"),

@@ -1,7 +1,8 @@
 """Structured logging for the server process: one JSON object per line, or readable text.
 
 Only entry points call `configure_logging`; services just log with `extra={...}` on the
-"hwnas.http" and "hwnas.events" loggers, and libraries never touch logging setup.
+"hwnas.http" and "hwnas.events" loggers (server.services.events), and libraries never touch
+logging setup.
 """
 
 from __future__ import annotations
@@ -86,12 +87,3 @@ def configure_logging(
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
     return handler
-
-
-_events = logging.getLogger("hwnas.events")
-
-
-def log_event(event: str, **fields: object) -> None:
-    """A domain event at INFO on "hwnas.events": the message is the event's name, the fields
-    travel as extras (JSON keys, or key=value in text). Field names must not be LogRecord's."""
-    _events.info(event, extra={"event": event, **fields})

@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from server import auth
-from server.app import create_app
+from server.app.factory import create_app
+from server.services import auth
 from server.settings import Settings
 
 DEVICE_CLASS = "local-cpu"
@@ -61,15 +61,18 @@ def demo_request(budget: int, seed: int) -> dict:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def loopback_socket(port: int) -> socket.socket:
+    """127.0.0.1:`port` bound for the server (0: a port the OS picks). uvicorn serves on this
+    very socket, so no other process can take the port between choosing and listening."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
 
 
-def start_server(db_path: Path, port: int) -> tuple[uvicorn.Server, str, str]:
-    """The server, with authentication on as `hwnas serve` has it, and the demo's own
-    tokens: (server, user token, agent enrollment token)."""
+def start_server(db_path: Path, sock: socket.socket) -> tuple[uvicorn.Server, str, str]:
+    """The server on `sock`, with authentication on as `hwnas serve` has it, and the demo's
+    own tokens: (server, user token, agent enrollment token)."""
     settings = Settings(
         database_url=Settings.database_url_from(str(db_path)), lease_seconds=60, auth=True
     )
@@ -78,9 +81,10 @@ def start_server(db_path: Path, port: int) -> tuple[uvicorn.Server, str, str]:
         now = settings.clock()
         _, user = auth.create_token(session, "demo", "user", now)
         _, enrollment = auth.create_token(session, "demo-agent", "agent", now)
+    port = sock.getsockname()[1]
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
-    threading.Thread(target=server.run, daemon=True).start()
+    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
     deadline = time.monotonic() + 30
     while not server.started:
         if time.monotonic() > deadline:
@@ -168,9 +172,14 @@ def frontier_table(points: list[dict]) -> Table:
 def run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     db_path = Path(args.db).resolve()
-    port = args.port or free_port()
+    try:
+        sock = loopback_socket(args.port)
+    except OSError as exc:
+        print(f"hwnas demo: cannot listen on 127.0.0.1:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    server, token, enrollment = start_server(db_path, port)
+    server, token, enrollment = start_server(db_path, sock)
     agent = start_agent(url, db_path.with_suffix(".agent.log"), enrollment)
     try:
         headers = {"Authorization": f"Bearer {token}"}

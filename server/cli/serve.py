@@ -9,13 +9,13 @@ import sys
 import uvicorn
 from sqlalchemy.orm import Session
 
-from server import auth
-from server.app import create_app
-from server.db import SchemaMismatch, make_engine
-from server.logs import configure_logging
+from server.app import asgi
+from server.app.factory import create_app
+from server.app.logs import configure_logging
+from server.services import auth
 from server.settings import Settings, utcnow
-
-SETTINGS_ENV = "HWNAS_SERVE_SETTINGS"  # how `--workers` hands settings to its processes
+from server.store.database import make_engine
+from server.store.schema import SchemaMismatch
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -53,10 +53,9 @@ def serve(args: argparse.Namespace) -> int:
     if args.workers == 1:
         uvicorn.run(create_app(settings), **common)
         return 0
-    # Several processes: each imports server.asgi, which reads the settings from here.
-    os.environ[SETTINGS_ENV] = settings.to_json()
-    os.environ["HWNAS_LOG_FORMAT"], os.environ["HWNAS_LOG_LEVEL"] = args.log_format, args.log_level
-    uvicorn.run("server.asgi:app", workers=args.workers, **common)
+    # Several processes: each imports server.app.asgi, which reads the settings from here.
+    asgi.hand_over(settings, args.log_format, args.log_level)
+    uvicorn.run(asgi.APP, workers=args.workers, **common)
     return 0
 
 

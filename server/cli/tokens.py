@@ -10,9 +10,11 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from server import auth
-from server.db import SchemaMismatch, TokenRow, make_engine
+from server.services import auth
 from server.settings import Settings, utcnow
+from server.store.database import make_engine
+from server.store.rows import TokenRow
+from server.store.schema import SchemaMismatch
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,8 +24,8 @@ from typing import Literal
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from server.db import AgentRow, TokenRow
 from server.errors import Forbidden, Unauthenticated
+from server.store.rows import AgentRow, TokenRow
 
 TokenKind = Literal["user", "agent"]
 PREFIX = {"user": "hwnas_u_", "agent": "hwnas_e_", "credential": "hwnas_a_"}

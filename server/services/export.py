@@ -24,10 +24,10 @@ from sqlalchemy.engine import make_url
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec, kind_of_spec, parse_spec
 from archvocab.wire import ArchitectureExport
-from server.db import ArchitectureRow, CandidateRow
 from server.errors import ExportFailed, ExportUnavailable, NotFound
 from server.settings import Settings
-from server.store import Store
+from server.store.rows import ArchitectureRow, CandidateRow
+from server.store.store import Store
 
 EXPORT_TIMEOUT_S = 600.0
 # = agent.onnx_backend.EMBEDDED_WEIGHTS_LIMIT (a test keeps them equal; the server may not

@@ -8,7 +8,7 @@ from archvocab.search_wire import JobStatus
 from archvocab.wire import SearchCreate
 from proxies.registry import get_proxy
 from search.objectives import within_bounds
-from server.db import CandidateRow
+from server.store.rows import CandidateRow
 
 
 def objective_values(row: CandidateRow, request: SearchCreate) -> dict[str, float | None]:

@@ -1,4 +1,4 @@
-"""The agent-facing service: registration, claims as leases, heartbeats, results.
+"""The jobs agents do: claims as leases, heartbeats, results (registration: server.services.agents).
 
 A claim is a compare-and-set: one conditional UPDATE that only succeeds while the job is still
 queued; its rowcount says who won. On PostgreSQL the queued row is first picked with
@@ -20,10 +20,6 @@ from sqlalchemy.orm import Session, aliased
 from archvocab.registry import parse_space
 from archvocab.search_wire import JobStatus, SearchStatus
 from archvocab.wire import (
-    AgentInfo,
-    AgentRegistration,
-    AgentView,
-    DeviceFingerprint,
     Failure,
     JobLease,
     JobResult,
@@ -34,81 +30,17 @@ from archvocab.wire import (
     ResultReceipt,
 )
 from search.noise import reference_architecture
-from server.auth import Caller, digest, new_secret
-from server.cache import fingerprint_key, new_measurement
-from server.db import AgentRow, CandidateRow, LeaseRow, SearchRow
 from server.errors import Conflict, NotFound
-from server.logs import log_event
-from server.searches import advance, tell
+from server.services.agents import capabilities, seen
+from server.services.context import Services
+from server.services.events import log_event
+from server.services.searches import advance, tell
 from server.settings import as_utc
-from server.store import Store, get_search
+from server.store.cache import new_measurement
+from server.store.rows import AgentRow, CandidateRow, LeaseRow, SearchRow
+from server.store.store import Store, get_search
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
-
-
-def register_agent(
-    store: Store, registration: AgentRegistration, enrolled_by: Caller | None = None
-) -> AgentInfo:
-    """A new agent; with authentication on it gets its own credential, shown only here."""
-    credential = new_secret("credential") if store.settings.auth else None
-    with store.write_rows() as session:
-        now = store.now()
-        agent = AgentRow(
-            id=uuid.uuid4().hex,
-            name=registration.name,
-            device_class=registration.device_class,
-            fingerprint=registration.fingerprint.model_dump(mode="json"),
-            fingerprint_key=fingerprint_key(registration.fingerprint),
-            registered_at=now,
-            last_seen_at=now,
-            jobs_done=0,
-            failures=0,
-            credential_hash=digest(credential) if credential else None,
-            enrolled_by=enrolled_by.token_id if enrolled_by else None,
-        )
-        session.add(agent)
-    log_event(
-        "agent.registered",
-        agent_id=agent.id,
-        device_class=agent.device_class,
-        agent_name=agent.name,
-    )
-    return AgentInfo(
-        agent_id=agent.id,
-        device_class=agent.device_class,
-        name=agent.name,
-        heartbeat_interval_s=store.settings.heartbeat_interval_s,
-        lease_seconds=store.settings.lease_seconds,
-        credential=credential,
-    )
-
-
-def list_agents(store: Store) -> list[AgentView]:
-    # Online: seen within a lease period, as /metrics counts hwnas_agents_online.
-    since = store.now() - timedelta(seconds=store.settings.lease_seconds)
-    with store.read() as session:
-        return [
-            AgentView(
-                agent_id=a.id,
-                name=a.name,
-                device_class=a.device_class,
-                fingerprint=a.fingerprint,
-                registered_at=as_utc(a.registered_at),
-                last_seen_at=as_utc(a.last_seen_at),
-                jobs_done=a.jobs_done,
-                failures=a.failures,
-                online=a.last_seen_at >= since,
-            )
-            for a in session.scalars(select(AgentRow).order_by(AgentRow.registered_at))
-        ]
-
-
-def _agent(session: Session, agent_id: str, now: datetime) -> AgentRow:
-    agent = session.get(AgentRow, agent_id)
-    if agent is None:
-        raise NotFound("agent", agent_id)
-    agent.last_seen_at = now
-    return agent
 
 
 def requeue_expired(session: Session, now: datetime, row_locks: bool = False) -> None:
@@ -137,22 +69,22 @@ def requeue_expired(session: Session, now: datetime, row_locks: bool = False) ->
     log_event("lease.expired", requeued=requeued, cancelled=cancelled)
 
 
-def claim(store: Store, agent_id: str) -> JobLease | None:
+def claim(services: Services, agent_id: str) -> JobLease | None:
     """The next job this agent can measure, leased to it; None when there is none even after
     the searches it could serve were asked for more."""
-    lease = _take_queued(store, agent_id)
-    if lease is None and _top_up(store, agent_id):
-        lease = _take_queued(store, agent_id)
+    lease = _take_queued(services.store, agent_id)
+    if lease is None and _top_up(services, agent_id):
+        lease = _take_queued(services.store, agent_id)
     return lease
 
 
 def _take_queued(store: Store, agent_id: str) -> JobLease | None:
     with store.write_rows() as session:
         now = store.now()
-        agent = _agent(session, agent_id, now)
+        agent = seen(session, agent_id, now)
         requeue_expired(session, now, store.row_locks)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
-        runtimes, devices = _capabilities(agent)
+        runtimes, devices = capabilities(agent)
         query = (
             select(CandidateRow.id)
             .join(SearchRow, SearchRow.id == CandidateRow.search_id)
@@ -216,7 +148,7 @@ def _others_online(
     )
     pairs: set[tuple[str, str]] = set()
     for other in session.scalars(others.limit(_OTHERS_READ)):
-        runtimes, devices = _capabilities(other)
+        runtimes, devices = capabilities(other)
         pairs.update((r, d) for r in runtimes for d in devices)
     return pairs
 
@@ -240,35 +172,28 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(CandidateRow.round > 0, mine, runnable)
 
 
-def _top_up(store: Store, agent_id: str) -> bool:
+def _top_up(services: Services, agent_id: str) -> bool:
     """Let every running search this agent could serve propose for the free slots (strategies
     without a generation barrier propose per free agent: this may be the one they have not
     proposed for yet). A search another process is busy with is skipped, not waited for.
     True when anything was proposed."""
-    with store.write() as session:
-        agent = _agent(session, agent_id, store.now())
-        runtimes, devices = _capabilities(agent)
+    with services.store.write() as session:
+        agent = seen(session, agent_id, services.store.now())
+        runtimes, devices = capabilities(agent)
         query = select(SearchRow).where(
             SearchRow.status == SearchStatus.RUNNING,
             SearchRow.device_class == agent.device_class,
             SearchRow.runtime.in_(runtimes),
             SearchRow.device.in_(devices),
         )
-        if store.row_locks:
+        if services.store.row_locks:
             query = query.with_for_update(skip_locked=True)
         proposed = False
         for search in session.scalars(query).all():
             before = search.revision
-            advance(store, session, search)
+            advance(services, session, search)
             proposed = proposed or search.revision != before
         return proposed
-
-
-def _capabilities(agent: AgentRow) -> tuple[list[str], list[str]]:
-    """(runtimes, devices) the agent can measure with: only jobs it can do are offered."""
-    fingerprint = DeviceFingerprint.model_validate(agent.fingerprint)
-    devices = ["cpu", "cuda"] if fingerprint.accelerator else ["cpu"]
-    return list(fingerprint.runtimes), devices
 
 
 def _lease(
@@ -315,7 +240,7 @@ def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
     agent was only slow to say it is alive (a flaky network), and its work is not wasted."""
     with store.write_rows() as session:
         now = store.now()
-        _agent(session, ref.agent_id, now)
+        seen(session, ref.agent_id, now)
         row = _job(session, job_id, store.row_locks)
         if (
             row.status != JobStatus.RUNNING
@@ -395,22 +320,22 @@ def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
     return True
 
 
-def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt:
+def submit_result(services: Services, job_id: int, result: JobResult) -> ResultReceipt:
     """Record a job's measurement or failure, exactly once (see `_admit`), and let the search
     go on. Writes to one search take turns: its row is locked first (PostgreSQL), then the job."""
-    with store.write() as session:
-        now = store.now()
+    with services.store.write() as session:
+        now = services.store.now()
         search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
         if search_id is None:
             raise NotFound("job", job_id)
         search = get_search(session, search_id, lock=True)
-        row = _job(session, job_id, store.row_locks)
-        agent = _agent(session, result.agent_id, now)
+        row = _job(session, job_id, services.store.row_locks)
+        agent = seen(session, result.agent_id, now)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True)
         # Load (or rebuild) the engine before this row changes, so it replays the job as pending.
         engine = (
-            store.engines.get(session, search) if search.status == SearchStatus.RUNNING else None
+            services.engines.get(session, search) if search.status == SearchStatus.RUNNING else None
         )
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
         row.agent_id, row.result_lease_id = result.agent_id, result.lease_id
@@ -432,9 +357,9 @@ def submit_result(store: Store, job_id: int, result: JobResult) -> ResultReceipt
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
         session.flush()
-        tell(store, session, search, row, engine)
+        tell(services, session, search, row, engine)
         if engine is not None:
-            advance(store, session, search)
+            advance(services, session, search)
     log_event(
         "job.result",
         job_id=job_id,

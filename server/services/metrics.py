@@ -1,34 +1,24 @@
-"""Prometheus metrics: queue and fleet state read from the database, HTTP traffic in-process.
+"""Prometheus metrics of the queue, the fleet and the searches, read from the database.
 
-The state metrics come from COUNT ... GROUP BY queries run at scrape time, so they survive a
-restart and every server process over one database reports the same numbers. The HTTP
-metrics are per process (a scraper sums them). Each app gets its own CollectorRegistry:
-tests build many apps in one interpreter and the global registry would refuse duplicates.
+They come from COUNT ... GROUP BY queries run at scrape time, so they survive a restart and
+every server process over one database reports the same numbers. (The HTTP metrics are per
+process: server.app.middleware.observe; GET /metrics: server.app.metrics.)
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 
-from fastapi import FastAPI, Request, Response
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from sqlalchemy import case, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from archvocab.search_wire import JobStatus, SearchStatus
-from server.db import AgentRow, CandidateRow, SearchRow
-from server.store import Store
+from server.store.rows import AgentRow, CandidateRow, SearchRow
+from server.store.store import Store
 
 log = logging.getLogger("hwnas.http")
 SEARCH_STATUSES = tuple(SearchStatus)
@@ -188,88 +178,3 @@ def _counter(name: str, doc: str, labels: list[str], values: dict) -> Metric:
     for key, value in sorted(values.items()):
         family.add_metric(_labels(key), value)
     return family
-
-
-class HttpMetrics:
-    """Request count and latency, labelled by route template (never the raw path)."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
-            "hwnas_http_requests",
-            "HTTP requests served",
-            ["method", "route", "status"],
-            registry=registry,
-        )
-        self.duration = Histogram(
-            "hwnas_http_request_duration_seconds",
-            "HTTP request latency",
-            ["method", "route"],
-            registry=registry,
-        )
-
-    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.duration.labels(method, route).observe(seconds)
-
-
-def route_template(scope: dict) -> str:
-    """The matched route's path template; one label for every unmatched path (404 probes)."""
-    route = scope.get("route")
-    return getattr(route, "path", None) or "unmatched"
-
-
-class ObserveRequests:
-    """ASGI middleware: one log line and one metrics observation per HTTP request."""
-
-    def __init__(self, app, metrics: HttpMetrics) -> None:  # noqa: ANN001 - any ASGI app
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001 - ASGI callables
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = 500  # what the client gets if the app raises before it answers
-
-        async def send_status(message: dict) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        start = time.perf_counter()
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            self._record(scope, status, time.perf_counter() - start)
-
-    def _record(self, scope: dict, status: int, seconds: float) -> None:
-        route, method = route_template(scope), scope["method"]
-        self.metrics.observe(method, route, status, seconds)
-        client = scope.get("client")
-        log.info(
-            "%s %s %d",
-            method,
-            scope["path"],
-            status,
-            extra={
-                "event": "http.request",
-                "method": method,
-                "route": route,
-                "path": scope["path"],
-                "status": status,
-                "duration_ms": round(seconds * 1000, 2),
-                "client": f"{client[0]}:{client[1]}" if client else None,
-            },
-        )
-
-
-def install_metrics(app: FastAPI, store: Store) -> None:
-    """Add the request observer and GET /metrics (app-level, outside /api/v1)."""
-    registry = CollectorRegistry()
-    registry.register(DatabaseCollector(store))
-    app.add_middleware(ObserveRequests, metrics=HttpMetrics(registry))
-
-    @app.get("/metrics", include_in_schema=False)
-    def metrics(_request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -6,15 +6,16 @@ from typing import Any
 
 from archvocab.points_wire import BASE_COLUMNS, SearchPoints
 from archvocab.search_wire import JobStatus
-from server.results import Told
-from server.searches import census
-from server.store import Store, get_search
+from server.services.context import Services
+from server.services.results import Told
+from server.services.searches import census
+from server.store.store import get_search
 
 
-def search_points(store: Store, search_id: int, after: int = 0) -> SearchPoints:
-    with store.read() as session:
+def search_points(services: Services, search_id: int, after: int = 0) -> SearchPoints:
+    with services.store.read() as session:
         search = get_search(session, search_id)
-        table = store.results.get(session, search)
+        table = services.results.get(session, search)
         request = search.parsed_request
         proxy = request.proxy_objective
         extra = [] if proxy in BASE_COLUMNS else [proxy]

@@ -20,7 +20,7 @@ from archvocab.proxy_wire import ProxyAgreement, ProxyCheck, ProxyCheckResult, P
 from archvocab.registry import ArchSpec, parse_spec
 from proxies.agreement import agreement
 from proxies.registry import PROXIES
-from server.db import ArchitectureRow, MeasurementRow
+from server.store.rows import ArchitectureRow, MeasurementRow
 
 MIN_MODELS = 3  # fewer paired values give no meaningful rank correlation
 

@@ -1,5 +1,6 @@
-"""How good a search's frontier is and how well its models predict: hypervolume after every
-result, and the cost models' error. Computed here, stored on the rows, read by the API.
+"""How good a search's frontier is: its hypervolume after every result, computed here as
+results are told and stored on the rows (the cost models' error, read from the results:
+server.services.views).
 
 The hypervolume's normalisation (`archvocab.search_wire.HypervolumeSettings`) is fixed once:
 what the request gives, else a zero-cost proxy's range over a seeded sample of the space,
@@ -10,7 +11,6 @@ the first ten successful measurements, and then every earlier result gets its va
 from __future__ import annotations
 
 import random
-import statistics
 
 import numpy as np
 from sqlalchemy import func, select
@@ -24,16 +24,15 @@ from archvocab.wire import (
     OBJECTIVE_SENSE,
     HypervolumePoint,
     HypervolumeTrace,
-    ModelError,
     SearchCreate,
 )
 from proxies.registry import zero_cost_scores
 from search.engine import Engine
 from search.hypervolume import Normaliser, hypervolume
-from server.db import CandidateRow, SearchRow
-from server.frontier import is_feasible, objective_values
-from server.results import Told
+from server.services.frontier import is_feasible, objective_values
+from server.services.results import Told
 from server.settings import as_utc
+from server.store.rows import CandidateRow, SearchRow
 
 SPACE_SAMPLE = 500  # specs sampled to bound a zero-cost proxy when the search starts
 FIRST_RESULTS = 10  # successful measurements that fix a reference nothing else gave
@@ -175,29 +174,3 @@ def trace(search: SearchRow, told: list[Told]) -> HypervolumeTrace:
         source=norm.get("source", {}),
         points=points,
     )
-
-
-def latest_hypervolume(told: list[Told]) -> float | None:
-    return next((t.hypervolume for t in reversed(told) if t.hypervolume is not None), None)
-
-
-def model_errors(told: list[Told]) -> list[ModelError]:
-    """Per predicted objective: |predicted - measured| / measured over measured candidates."""
-    errors: dict[str, list[float]] = {}
-    for t in told:
-        if not t.prediction or t.status != JobStatus.MEASURED:
-            continue
-        for name, predicted in t.prediction.items():
-            actual = t.values.get(name)
-            if actual:
-                errors.setdefault(name, []).append(100.0 * abs(predicted - actual) / abs(actual))
-    return [
-        ModelError(
-            objective=name,
-            predictions=len(values),
-            median_abs_pct=round(statistics.median(values), 3),
-            p90_abs_pct=round(float(np.percentile(values, 90)), 3),
-            recent_median_abs_pct=round(statistics.median(values[-50:]), 3),
-        )
-        for name, values in errors.items()
-    ]

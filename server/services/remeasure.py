@@ -4,7 +4,7 @@ When the engine has spent the budget, some frontier points may still be within t
 each other (one `frontier_group` holding several points). Each such point is measured again
 as a job of its own (a candidate row of round k > 0: claimed, leased and reported exactly
 once like any job, in a new process, by another agent of the class while one is online:
-`server.jobs`), and its values become the geometric mean of its quiet measurements, whose
+`server.services.jobs`), and its values become the geometric mean of its quiet measurements, whose
 interval narrows with each one (`search.noise`). This goes on, a batch of free slots at a
 time, until every group has one member, every grouped point has `max_measurements`, or
 `remeasure_share` of the budget is spent; then the search finishes. The engine never hears
@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from archvocab.search_wire import JobStatus
 from archvocab.wire import SearchCreate
-from server.db import CandidateRow, SearchRow
-from server.logs import log_event
-from server.results import ResultTable
-from server.store import Store
+from server.services.context import Services
+from server.services.events import log_event
+from server.services.results import ResultTable
+from server.store.rows import CandidateRow, SearchRow
 
 
 def remeasure_budget(request: SearchCreate) -> int:
@@ -29,7 +29,7 @@ def remeasure_budget(request: SearchCreate) -> int:
     return int(request.noise.remeasure_share * request.budget.max_evaluations)
 
 
-def queue(store: Store, session: Session, search: SearchRow, slots: int) -> bool:
+def queue(services: Services, session: Session, search: SearchRow, slots: int) -> bool:
     """Queue up to `slots` re-measurements of frontier points the noise cannot tell apart;
     True while the search has any queued or running (it must not finish yet)."""
     request = search.parsed_request
@@ -45,7 +45,7 @@ def queue(store: Store, session: Session, search: SearchRow, slots: int) -> bool
     left = remeasure_budget(request) - spent
     if left <= 0:
         return False
-    picks = choose(store.results.get(session, search), request.noise.max_measurements)
+    picks = choose(services.results.get(session, search), request.noise.max_measurements)
     picks = picks[: min(left, slots)]
     if not picks:
         return False

@@ -21,9 +21,10 @@ from archvocab.search_wire import (
     SearchReport,
     SearchStatus,
 )
-from server.db import SearchRow
-from server.results import Told
-from server.store import Store, get_search
+from server.services.context import Services
+from server.services.results import Told
+from server.store.rows import SearchRow
+from server.store.store import get_search
 
 
 def _point(told: Told) -> ReportPoint:
@@ -90,11 +91,11 @@ def compare(
     )
 
 
-def search_report(store: Store, search_id: int) -> SearchReport:
-    with store.read() as session:
+def search_report(services: Services, search_id: int) -> SearchReport:
+    with services.store.read() as session:
         search = get_search(session, search_id)
         request = search.parsed_request
-        table = store.results.get(session, search)
+        table = services.results.get(session, search)
         front = [_point(t) for t in table.frontier]
         measured = sum(t.status == JobStatus.MEASURED for t in table.rows)
         comparison, note = None, ""
@@ -107,7 +108,7 @@ def search_report(store: Store, search_id: int) -> SearchReport:
                 "POST /api/v1/baselines or `hwnas baseline` measures one"
             )
         else:
-            told = store.results.get(session, baseline).rows
+            told = services.results.get(session, baseline).rows
             points = [_point(t) for t in told if t.status == JobStatus.MEASURED]
             if points:
                 comparison = compare(baseline.id, points, front)

@@ -27,8 +27,8 @@ from archvocab.search_wire import JobStatus
 from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
 from search.objectives import front_of
-from server.db import AgentRow, ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
-from server.frontier import feasibility, values_of
+from server.services.frontier import feasibility, values_of
+from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 
 
 @dataclass
@@ -55,7 +55,7 @@ class Told:
 
 @dataclass(frozen=True)
 class Again:
-    """A re-measurement of a told candidate (a job of round > 0, server.remeasure)."""
+    """A re-measurement of a told candidate (a job of round > 0, server.services.remeasure)."""
 
     id: int
     arch_id: str

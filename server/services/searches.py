@@ -10,16 +10,18 @@ from sqlalchemy.orm import Session
 from archvocab.search_wire import JobStatus, SearchStatus
 from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
 from search.engine import Engine
-from server import quality, remeasure
-from server.db import AgentRow, CandidateRow, SearchRow
-from server.engines import measured_values
-from server.logs import log_event
-from server.store import Store, enqueue, get_search
-from server.views import Census, candidate_info, search_info
+from server.services import quality, remeasure
+from server.services.context import Services
+from server.services.engines import measured_values
+from server.services.events import log_event
+from server.services.views import Census, candidate_info, search_info
+from server.store.proposals import enqueue
+from server.store.rows import AgentRow, CandidateRow, SearchRow
+from server.store.store import Store, get_search
 
 
-def create_search(store: Store, request: SearchCreate) -> SearchInfo:
-    with store.write() as session:
+def create_search(services: Services, request: SearchCreate) -> SearchInfo:
+    with services.store.write() as session:
         search = SearchRow(
             name=request.name,
             status=SearchStatus.RUNNING,
@@ -27,17 +29,17 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
             runtime=request.measurement.runtime,
             device=request.measurement.device,
             request=request.model_dump(mode="json"),
-            created_at=store.now(),
+            created_at=services.store.now(),
             normalisation=quality.initial_normalisation(request),
             revision=0,
         )
         session.add(search)
         session.flush()
-        store.engines.new(search, request, quality.normaliser(search))
+        services.engines.new(search, request, quality.normaliser(search))
         try:
-            advance(store, session, search)
+            advance(services, session, search)
         except Exception:
-            store.engines.drop(search.id)
+            services.engines.drop(search.id)
             raise
         search_id = search.id
     log_event(
@@ -47,7 +49,7 @@ def create_search(store: Store, request: SearchCreate) -> SearchInfo:
         device_class=request.device_class,
         budget=request.budget.max_evaluations,
     )
-    return get_search_info(store, search_id)
+    return get_search_info(services, search_id)
 
 
 def measuring_slots(store: Store, session: Session, search: SearchRow) -> int:
@@ -62,28 +64,32 @@ def measuring_slots(store: Store, session: Session, search: SearchRow) -> int:
     return max(1, live or 0)
 
 
-def advance(store: Store, session: Session, search: SearchRow) -> None:
+def advance(services: Services, session: Session, search: SearchRow) -> None:
     """Ask the engine for what to measure next; finish the search when the engine is done."""
     if search.status != SearchStatus.RUNNING:
         return
-    engine = store.engines.get(session, search)
-    slots = measuring_slots(store, session, search)
+    engine = services.engines.get(session, search)
+    slots = measuring_slots(services.store, session, search)
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
     while batch := engine.ask(slots):
-        store.engines.changed(search)
-        for row in enqueue(session, search, batch, store.now()):
-            tell(store, session, search, row, engine)
-    if engine.finished and not remeasure.queue(store, session, search, slots):
+        services.engines.changed(search)
+        for row in enqueue(session, search, batch, services.store.now()):
+            tell(services, session, search, row, engine)
+    if engine.finished and not remeasure.queue(services, session, search, slots):
         search.status = SearchStatus.FINISHED
         search.finish_reason = engine.finish_reason
-        search.finished_at = store.now()
-        store.engines.drop(search.id)
+        search.finished_at = services.store.now()
+        services.engines.drop(search.id)
         _log_finished(search)
 
 
 def tell(
-    store: Store, session: Session, search: SearchRow, row: CandidateRow, engine: Engine | None
+    services: Services,
+    session: Session,
+    search: SearchRow,
+    row: CandidateRow,
+    engine: Engine | None,
 ) -> None:
     """The one way a finished candidate reaches its search, whether an agent measured it or
     the cache had it: the engine (when the search still runs) is told its values, and the
@@ -93,7 +99,7 @@ def tell(
         return
     if engine is not None:
         engine.tell(row.arch_id, measured_values(row))
-        store.engines.changed(search)
+        services.engines.changed(search)
     quality.record_result(session, search, row, engine)
 
 
@@ -101,10 +107,10 @@ def _log_finished(search: SearchRow) -> None:
     log_event("search.finished", search_id=search.id, reason=search.finish_reason)
 
 
-def hypervolume_trace(store: Store, search_id: int) -> HypervolumeTrace:
-    with store.read() as session:
+def hypervolume_trace(services: Services, search_id: int) -> HypervolumeTrace:
+    with services.store.read() as session:
         search = get_search(session, search_id)
-        return quality.trace(search, store.results.get(session, search).rows)
+        return quality.trace(search, services.results.get(session, search).rows)
 
 
 def census(session: Session, search_id: int) -> Census:
@@ -131,33 +137,33 @@ def census(session: Session, search_id: int) -> Census:
     )
 
 
-def _info(store: Store, session: Session, search: SearchRow) -> SearchInfo:
-    return search_info(search, census(session, search.id), store.results.get(session, search))
+def _info(services: Services, session: Session, search: SearchRow) -> SearchInfo:
+    return search_info(search, census(session, search.id), services.results.get(session, search))
 
 
-def get_search_info(store: Store, search_id: int) -> SearchInfo:
-    with store.read() as session:
-        return _info(store, session, get_search(session, search_id))
+def get_search_info(services: Services, search_id: int) -> SearchInfo:
+    with services.store.read() as session:
+        return _info(services, session, get_search(session, search_id))
 
 
-def list_searches(store: Store) -> list[SearchInfo]:
-    with store.read() as session:
+def list_searches(services: Services) -> list[SearchInfo]:
+    with services.store.read() as session:
         searches = session.scalars(select(SearchRow).order_by(SearchRow.id)).all()
-        return [_info(store, session, s) for s in searches]
+        return [_info(services, session, s) for s in searches]
 
 
 def list_candidates(
-    store: Store,
+    services: Services,
     search_id: int,
     status: str | None = None,
     limit: int | None = None,
     offset: int = 0,
 ) -> list[CandidateInfo]:
     """The search's candidates in the order they were proposed; a page of them with `limit`."""
-    with store.read() as session:
+    with services.store.read() as session:
         search = get_search(session, search_id)
         request = search.parsed_request
-        table = store.results.get(session, search)
+        table = services.results.get(session, search)
         query = select(CandidateRow).where(
             CandidateRow.search_id == search_id, CandidateRow.round == 0
         )
@@ -167,12 +173,12 @@ def list_candidates(
         return [candidate_info(r, request, table) for r in session.scalars(query).unique()]
 
 
-def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
+def pareto(services: Services, search_id: int) -> list[CandidateInfo]:
     """The frontier's rows only: the result table says which they are."""
-    with store.read() as session:
+    with services.store.read() as session:
         search = get_search(session, search_id)
         request = search.parsed_request
-        table = store.results.get(session, search)
+        table = services.results.get(session, search)
         front = [t.arch_id for t in table.frontier]
         query = select(CandidateRow).where(
             CandidateRow.search_id == search_id,
@@ -183,20 +189,20 @@ def pareto(store: Store, search_id: int) -> list[CandidateInfo]:
         return [candidate_info(r, request, table) for r in rows]
 
 
-def cancel_search(store: Store, search_id: int) -> SearchInfo:
+def cancel_search(services: Services, search_id: int) -> SearchInfo:
     """Stop proposing; queued jobs are cancelled, running ones may still report."""
-    with store.write() as session:
+    with services.store.write() as session:
         search = get_search(session, search_id, lock=True)
         if search.status == SearchStatus.RUNNING:
             search.revision += 1
             search.status = SearchStatus.CANCELLED
             search.finish_reason = "cancelled"
-            search.finished_at = store.now()
+            search.finished_at = services.store.now()
             session.execute(
                 update(CandidateRow)
                 .where(CandidateRow.search_id == search_id, CandidateRow.status == JobStatus.QUEUED)
                 .values(status=JobStatus.CANCELLED)
             )
-            store.engines.drop(search_id)
+            services.engines.drop(search_id)
             _log_finished(search)
-    return get_search_info(store, search_id)
+    return get_search_info(services, search_id)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import csv
 import io
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from archvocab.search_wire import JobStatus
 from archvocab.wire import (
     OBJECTIVE_SENSE,
     CandidateInfo,
     Failure,
+    ModelError,
     NoiseSummary,
     ObjectiveBest,
     Progress,
@@ -19,12 +23,11 @@ from archvocab.wire import (
     SearchInfo,
 )
 from search.noise import METRICS
-from server.db import CandidateRow, MeasurementRow, SearchRow
-from server.frontier import is_feasible, objective_values
-from server.quality import latest_hypervolume, model_errors
-from server.remeasure import remeasure_budget
-from server.results import ResultTable
+from server.services.frontier import is_feasible, objective_values
+from server.services.remeasure import remeasure_budget
+from server.services.results import ResultTable, Told
 from server.settings import as_utc
+from server.store.rows import CandidateRow, MeasurementRow, SearchRow
 
 STATUSES = tuple(JobStatus)
 
@@ -99,6 +102,32 @@ def progress(request: SearchCreate, census: Census, table: ResultTable) -> Progr
         + census.remeasures.get(JobStatus.RUNNING, 0),
         remeasure_budget=remeasure_budget(request),
     )
+
+
+def latest_hypervolume(told: list[Told]) -> float | None:
+    return next((t.hypervolume for t in reversed(told) if t.hypervolume is not None), None)
+
+
+def model_errors(told: list[Told]) -> list[ModelError]:
+    """Per predicted objective: |predicted - measured| / measured over measured candidates."""
+    errors: dict[str, list[float]] = {}
+    for t in told:
+        if not t.prediction or t.status != JobStatus.MEASURED:
+            continue
+        for name, predicted in t.prediction.items():
+            actual = t.values.get(name)
+            if actual:
+                errors.setdefault(name, []).append(100.0 * abs(predicted - actual) / abs(actual))
+    return [
+        ModelError(
+            objective=name,
+            predictions=len(values),
+            median_abs_pct=round(statistics.median(values), 3),
+            p90_abs_pct=round(float(np.percentile(values, 90)), 3),
+            recent_median_abs_pct=round(statistics.median(values[-50:]), 3),
+        )
+        for name, values in errors.items()
+    ]
 
 
 def best_so_far(table: ResultTable, request: SearchCreate) -> list[ObjectiveBest]:

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import DeviceFingerprint
-from server.db import AgentRow, MeasurementRow, SearchRow
+from server.store.rows import AgentRow, MeasurementRow, SearchRow
 
 # Who the machine is called does not change what it measures.
 _NOT_IN_KEY = {"hostname"}

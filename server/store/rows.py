@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 tables and engine creation. The database is the source of truth."""
+"""The tables (SQLAlchemy 2 rows). The database is the source of truth."""
 
 from __future__ import annotations
 
@@ -14,14 +14,9 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    create_engine,
-    event,
-    inspect,
 )
-from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from archvocab.errors import HwnasError
 from archvocab.search_wire import SearchCreate
 
 
@@ -42,7 +37,8 @@ class SearchRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     finish_reason: Mapped[str | None] = mapped_column(String(32))
-    # The hypervolume's normalisation once fixed: {"ideal", "reference", "source"} (server.quality)
+    # The hypervolume's normalisation once fixed: {"ideal", "reference", "source"}
+    # (server.services.quality)
     normalisation: Mapped[dict | None] = mapped_column(JSON)
     # Bumped by every write that changes what the search's engine knows (proposals, results,
     # cancellation): a server process whose cached engine has another revision rebuilds it.
@@ -74,7 +70,7 @@ class CandidateRow(Base):
 
     `round` 0 is the candidate the engine proposed; round k > 0 is the k-th re-measurement of
     it, a job of its own that the search queues to tell frontier points apart
-    (server.remeasure). Only round 0 is told to the engine and numbered as a result.
+    (server.services.remeasure). Only round 0 is told to the engine and numbered as a result.
     """
 
     __tablename__ = "candidates"
@@ -173,63 +169,3 @@ class TokenRow(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
-
-
-def make_engine(database_url: str, migrate: bool = True) -> Engine:
-    """Create the engine and bring the schema up to date (server.schema).
-
-    SQLite gets WAL, a busy timeout, and transactions that say up front whether they write:
-    a write transaction starts with BEGIN IMMEDIATE, so it waits its turn for the one writer
-    (the busy timeout) instead of failing with "database is locked" when a read transaction
-    tries to become a write one while another process writes.
-    """
-    is_sqlite = database_url.startswith("sqlite")
-    engine = create_engine(
-        database_url,
-        connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {},
-        pool_pre_ping=not is_sqlite,  # a restarted PostgreSQL leaves dead pooled connections
-    )
-    if is_sqlite:
-        event.listen(engine, "connect", _sqlite_connect)
-        event.listen(engine, "begin", _sqlite_begin)
-    if migrate:
-        from server.schema import migrate as upgrade  # alembic: only where a server opens a DB
-
-        upgrade(engine)
-    check_schema(engine)
-    return engine
-
-
-WRITE = {"hwnas_write": True}  # execution options of a connection that will write (SQLite)
-
-
-class SchemaMismatch(HwnasError):
-    """The database was written by another version of hwnas."""
-
-
-def check_schema(engine: Engine) -> None:
-    """Refuse, naming the gap, a database whose tables lack columns this version needs."""
-    inspector = inspect(engine)
-    for table in Base.metadata.sorted_tables:
-        present = {c["name"] for c in inspector.get_columns(table.name)}
-        missing = [c.name for c in table.columns if c.name not in present]
-        if missing:
-            raise SchemaMismatch(
-                f"database {engine.url!r} was created by an older hwnas: table {table.name!r} "
-                f"lacks column(s) {', '.join(missing)}; start with a new database file"
-            )
-
-
-def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
-    # The driver's own transaction handling is off: _sqlite_begin says BEGIN and how.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
-
-
-def _sqlite_begin(connection) -> None:  # noqa: ANN001 - SQLAlchemy Connection
-    write = connection.get_execution_options().get("hwnas_write", False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

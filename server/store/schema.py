@@ -1,5 +1,5 @@
 """Schema migrations: every database, SQLite or PostgreSQL, is brought to the newest revision
-of `server/migrations` (Alembic) when a server opens it.
+of `server/store/migrations` (Alembic) when a server opens it.
 
 A database made by hwnas 0.1, before migrations existed, has the tables of revision 0001 and
 no `alembic_version`: it is stamped 0001 and upgraded, so nobody starts over. Several server
@@ -18,11 +18,29 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import Connection, Engine
 
-from server.db import SchemaMismatch
+from archvocab.errors import HwnasError
+from server.store.rows import Base
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 PRE_MIGRATIONS_REVISION = "0001"  # the schema hwnas 0.1 made with create_all
 _LOCK_KEY = 0x68776E6173  # "hwnas": the advisory lock PostgreSQL migrations run under
+
+
+class SchemaMismatch(HwnasError):
+    """The database was written by another version of hwnas."""
+
+
+def check_schema(engine: Engine) -> None:
+    """Refuse, naming the gap, a database whose tables lack columns this version needs."""
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        missing = [c.name for c in table.columns if c.name not in present]
+        if missing:
+            raise SchemaMismatch(
+                f"database {engine.url!r} was created by an older hwnas: table {table.name!r} "
+                f"lacks column(s) {', '.join(missing)}; start with a new database file"
+            )
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

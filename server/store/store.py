@@ -1,24 +1,31 @@
-"""The store: session factory, the write lock and the live engines, shared by the services."""
+"""The store: the session factory and the write lock, shared by the services.
+
+What a process computes from the rows and keeps (the live engines: server.services.engines)
+is not the store's: such a cache registers with `Store.observe` to hear how each write
+transaction ended, so that it forgets what a rolled-back transaction told it.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from typing import Protocol
 
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from archvocab.search_wire import JobStatus
-from search.lts import Candidate
-from server.cache import find_cached
-from server.db import WRITE, ArchitectureRow, CandidateRow, SearchRow, make_engine
-from server.engines import EngineCache, new_candidate_rows
 from server.errors import NotFound
-from server.results import ResultTables
 from server.settings import Settings
+from server.store.database import WRITE, make_engine
+from server.store.rows import SearchRow
+
+
+class TransactionObserver(Protocol):
+    """Told how each write transaction (`Store.write`) ended."""
+
+    def committed(self) -> None: ...
+
+    def rolled_back(self) -> None: ...
 
 
 class Store:
@@ -29,13 +36,16 @@ class Store:
         self._write_sessions = sessionmaker(
             self.db.execution_options(**WRITE), expire_on_commit=False
         )
-        # One writer at a time in this process: the engines it caches are not thread-safe.
-        # Other processes are kept out by the database: SQLite has one writer, and on
-        # PostgreSQL a write that touches a search locks the search's row (`lock_search`).
+        # One writer at a time in this process: the engines the services cache are not
+        # thread-safe. Other processes are kept out by the database: SQLite has one writer, and
+        # on PostgreSQL a write that touches a search locks the search's row (`get_search`).
         self.write_lock = threading.RLock()
         self.row_locks = self.db.dialect.name == "postgresql"
-        self.engines = EngineCache()
-        self.results = ResultTables()
+        self._observers: list[TransactionObserver] = []
+
+    def observe(self, observer: TransactionObserver) -> None:
+        """Tell `observer` how every later write transaction ends."""
+        self._observers.append(observer)
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -50,11 +60,13 @@ class Store:
                 with self._write_sessions() as session, session.begin():
                     yield session
             except BaseException:
-                # An engine this transaction held may have been told something the rollback
-                # undid: it is rebuilt from the rows. Other searches' engines are untouched.
-                self.engines.rolled_back()
+                # A cache may hold what the rollback undid (an engine this transaction told
+                # something): its observer forgets it, and it is rebuilt from the rows.
+                for observer in self._observers:
+                    observer.rolled_back()
                 raise
-            self.engines.committed()
+            for observer in self._observers:
+                observer.committed()
 
     @contextmanager
     def write_rows(self) -> Iterator[Session]:
@@ -82,41 +94,3 @@ def get_search(session: Session, search_id: int, lock: bool = False) -> SearchRo
     if search is None:
         raise NotFound("search", search_id)
     return search
-
-
-def enqueue(
-    session: Session, search: SearchRow, batch: list[Candidate], now: datetime
-) -> list[CandidateRow]:
-    """Persist a batch of proposals: architectures (shared) first, then their jobs.
-
-    A proposal the cache already has a measurement for is stored as measured (reused) instead
-    of queued; returns those rows, for the engine to be told.
-    """
-    rows = [
-        {
-            "arch_id": c.arch_id,
-            "spec": c.spec.to_dict(),
-            # scored by the engine when it admitted the candidate
-            "decoder_params": int(c.proxies["decoder_params"]),
-            "total_params": int(c.proxies["total_params"]),
-        }
-        for c in batch
-    ]
-    if rows:
-        # Architectures are shared by searches, which other server processes may be extending
-        # at this moment: whoever inserts one first wins, the others find it there.
-        insert = (pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert)(
-            ArchitectureRow
-        )
-        session.execute(insert.values(rows).on_conflict_do_nothing(index_elements=["arch_id"]))
-    session.flush()
-    cached = find_cached(session, search, [c.arch_id for c in batch])
-    rows = new_candidate_rows(search.id, batch)
-    for row in rows:
-        hit = cached.get(row.arch_id)
-        if hit is not None:
-            row.status, row.reused, row.finished_at = JobStatus.MEASURED, True, now
-            row.measurement = hit
-    session.add_all(rows)
-    session.flush()
-    return [row for row in rows if row.reused]

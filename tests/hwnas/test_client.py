@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from archvocab.wire import SearchCreate
 from hwnas.client import ApiError, Client
-from server.app import create_app
+from server.app.factory import create_app
 from server.settings import Settings
 
 

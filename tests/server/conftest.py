@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from server.app import create_app
+from server.app.factory import create_app
 from server.settings import Settings, utcnow
 
 

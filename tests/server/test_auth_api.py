@@ -11,8 +11,8 @@ import pytest
 from factories import FINGERPRINT, search_request, synthetic_measurement
 from sqlalchemy import select
 
-from server import auth
-from server.db import AgentRow, TokenRow
+from server.services import auth
+from server.store.rows import AgentRow, TokenRow
 
 
 @pytest.fixture
@@ -196,7 +196,7 @@ def test_hwnas_token_commands_create_list_and_revoke(database_url, make_client):
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_first_start_makes_the_first_tokens_once(database_url, monkeypatch, capsys):
-    from server.cli import prepare_database
+    from server.cli.serve import prepare_database
     from server.settings import Settings
 
     settings = Settings(database_url=database_url("first.db"), auth=True)
@@ -207,7 +207,7 @@ def test_first_start_makes_the_first_tokens_once(database_url, monkeypatch, caps
     prepare_database(settings, "first.db")  # a restart: nothing new, nothing shown
     assert "export HWNAS_TOKEN" not in capsys.readouterr().err
 
-    from server.db import make_engine
+    from server.store.database import make_engine
 
     engine = make_engine(settings.database_url)
     with engine.connect() as connection:

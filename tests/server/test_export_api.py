@@ -13,10 +13,10 @@ from factories import TINY_SPACES, play_agent, register, search_request
 from fastapi.testclient import TestClient
 
 from archvocab.registry import parse_spec
-from server import export
-from server.app import create_app
-from server.db import ArchitectureRow
+from server.app.factory import create_app
+from server.services import export
 from server.settings import Settings
+from server.store.rows import ArchitectureRow
 
 EXPORT = "/api/v1/architectures/{}/export"
 

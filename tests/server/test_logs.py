@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from server.logs import configure_logging
+from server.app.logs import configure_logging
 from tests.factories import register, search_request, synthetic_measurement
 
 

@@ -8,9 +8,9 @@ import sqlite3
 import pytest
 from factories import FINGERPRINT, play_agent, register, search_request
 
-from server.app import create_app
-from server.db import SchemaMismatch
+from server.app.factory import create_app
 from server.settings import Settings
+from server.store.schema import SchemaMismatch
 
 
 def _run_search(client, agent, **overrides):

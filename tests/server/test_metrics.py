@@ -167,7 +167,7 @@ def test_scrape_stays_fast_with_twenty_thousand_candidates(client):
 
 
 def _bulk_candidates(store, n: int) -> None:
-    from server.db import ArchitectureRow, CandidateRow, SearchRow
+    from server.store.rows import ArchitectureRow, CandidateRow, SearchRow
 
     with store.write() as session:
         search = SearchRow(

@@ -10,10 +10,10 @@ from factories import play_agent, register, search_request
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, inspect, text
 
-from server.app import create_app
-from server.db import Base
-from server.schema import alembic_config, current_revision, head_revision, migrate
+from server.app.factory import create_app
 from server.settings import Settings
+from server.store.rows import Base
+from server.store.schema import alembic_config, current_revision, head_revision, migrate
 
 
 def test_the_migrations_build_exactly_the_models(database_url):

@@ -85,10 +85,10 @@ def test_the_epoch_changes_when_the_normalisation_backfills_earlier_hypervolumes
 
 
 def test_tables_of_many_searches_are_evicted_and_rebuilt_the_same(client):
-    store = client.app.state.store
-    store.results = type(store.results)(keep=1)
+    services = client.app.state.services
+    services.results = type(services.results)(keep=1)
     first, second = _finished(client), _finished(client)
     before = client.get(f"/api/v1/searches/{first}/points").json()
     client.get(f"/api/v1/searches/{second}/points")  # evicts the first search's table
-    assert len(store.results) == 1
+    assert len(services.results) == 1
     assert client.get(f"/api/v1/searches/{first}/points").json() == before

@@ -1,5 +1,6 @@
-"""Request size limits (server.limits): a body over Settings.max_request_bytes is refused with
-413 before the app reads it (a declared length) or as soon as the count passes it (chunked)."""
+"""Request size limits (server.app.middleware.body_limit): a body over
+Settings.max_request_bytes is refused with 413 before the app reads it (a declared length) or
+as soon as the count passes it (chunked)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from factories import FINGERPRINT, search_request
 from fastapi.testclient import TestClient
 
 from hwnas.cli import build_parser
-from server import cli as server_cli
-from server.app import create_app
-from server.limits import LimitRequestBody
+from server.app.factory import create_app
+from server.app.middleware.body_limit import LimitRequestBody
+from server.cli import serve as server_cli
 from server.settings import Settings
 
 LIMIT = 4096

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from archvocab.wire import SearchCreate
-from server.results import Again, ResultTable, Told
+from server.services.results import Again, ResultTable, Told
 
 REQUEST = SearchCreate(objectives=["decoder_params", "latency_ms", "memory_mb"])
 

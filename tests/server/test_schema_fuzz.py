@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from server.app import create_app
+from server.app.factory import create_app
 from server.settings import Settings
 
 # What every request carries: the one place to add `Authorization: Bearer <token>` once

@@ -42,8 +42,8 @@ def test_a_search_run_across_two_servers_proposes_what_one_server_would(make_cli
     assert shared[0] == alone[0], "the proposals differ from a single server's"
     assert shared[1] == alone[1]
     # Each server had to rebuild its engine from the rows when the other had moved on.
-    assert first.app.state.store.engines.restores > 0
-    assert second.app.state.store.engines.restores > 0
+    assert first.app.state.services.engines.restores > 0
+    assert second.app.state.services.engines.restores > 0
 
 
 def test_a_cancel_on_one_server_stops_proposals_on_the_other(make_client):
@@ -75,7 +75,7 @@ def _report(client, agent: str, lease: dict, lease_id: str | None = None):
 
 
 def test_a_refused_result_costs_no_other_search_its_engine(client):
-    store = client.app.state.store
+    services = client.app.state.services
     agents = {}
     for device_class in ("test-cpu", "other-cpu"):
         request = search_request(device_class=device_class, budget={"max_evaluations": 40})
@@ -85,10 +85,10 @@ def test_a_refused_result_costs_no_other_search_its_engine(client):
     mine = agents["test-cpu"]
     first = client.post(f"/api/v1/agents/{mine}/claim").json()
     assert _report(client, mine, first).status_code == 200
-    restores = store.engines.restores
+    restores = services.engines.restores
     other = agents["other-cpu"]
     theirs = client.post(f"/api/v1/agents/{other}/claim").json()
     assert _report(client, other, theirs, lease_id="not-the-lease").status_code == 409
     second = client.post(f"/api/v1/agents/{mine}/claim").json()
     assert _report(client, mine, second).status_code == 200
-    assert store.engines.restores == restores, "the refusal made the other search replay"
+    assert services.engines.restores == restores, "the refusal made the other search replay"

@@ -1,14 +1,10 @@
-"""Request limits: a body over `Settings.max_request_bytes` is refused with 413 before the
-app reads it, and a body that is not JSON Python can read gets a 400 that says why."""
+"""The request body limit: a body over `Settings.max_request_bytes` is refused with 413
+before the app reads it. (A body that is not JSON Python can read gets a 400 that says why:
+server.app.errors.)"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import JSONResponse, Response
-from starlette.exceptions import HTTPException
-
-from server.settings import Settings
+from fastapi.responses import JSONResponse
 
 
 class BodyTooLarge(Exception):
@@ -86,31 +82,3 @@ def _content_length(scope: dict) -> int | None:
             except ValueError:
                 return None  # the server answers a malformed length itself
     return None
-
-
-def _unreadable(cause: BaseException) -> str:
-    if isinstance(cause, UnicodeDecodeError):
-        return f"it is not UTF-8 text ({cause.reason} at byte {cause.start})"
-    if isinstance(cause, RecursionError):
-        return "its arrays and objects are nested too deeply"
-    if isinstance(cause, ValueError) and "digits" in str(cause):
-        return "an integer has too many digits"  # sys.get_int_max_str_digits(), 4300 by default
-    return f"{type(cause).__name__}: {cause}"
-
-
-async def unreadable_body(request: Request, exc: Exception) -> Response:
-    """FastAPI answers a body json.loads cannot read (not UTF-8, nested too deeply, a huge
-    integer) with 400 'There was an error parsing the body'; this says which it was."""
-    assert isinstance(exc, HTTPException)
-    cause = exc.__cause__
-    if exc.status_code != 400 or cause is None:
-        return await http_exception_handler(request, exc)
-    detail = f"the request body could not be read as JSON: {_unreadable(cause)}"
-    return JSONResponse(status_code=400, content={"detail": detail})
-
-
-def install_limits(app: FastAPI, settings: Settings) -> None:
-    """The body-size limit (innermost middleware, so metrics and logs see its 413s) and the
-    400 that explains an unreadable body."""
-    app.add_middleware(LimitRequestBody, max_bytes=settings.max_request_bytes)
-    app.add_exception_handler(HTTPException, unreadable_body)

@@ -1,10 +1,11 @@
-"""Alembic's environment: migrations run on the connection `server.schema.migrate` hands in."""
+"""Alembic's environment: migrations run on the connection that
+`server.store.schema.migrate` hands in."""
 
 from __future__ import annotations
 
 from alembic import context
 
-from server.db import Base
+from server.store.rows import Base
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -1,6 +1,6 @@
 """The schema hwnas 0.1 created with create_all, before migrations existed.
 
-A database made by that version has these tables and no alembic_version: `server.schema`
+A database made by that version has these tables and no alembic_version: `server.store.schema`
 stamps it with this revision and upgrades it from here.
 
 Revision ID: 0001

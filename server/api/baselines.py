@@ -1,0 +1,25 @@
+"""/api/v1/baselines: measuring a space's layer-scaled baseline (a search of its own)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from archvocab.http_api import API_PREFIX
+from archvocab.wire import BaselineCreate, SearchInfo
+from server.api.deps import User, services_of
+from server.api.responses import AUTH_ERRORS
+from server.services import searches
+
+router = APIRouter(prefix=API_PREFIX)
+
+
+@router.post(
+    "/baselines",
+    status_code=201,
+    response_model=SearchInfo,
+    dependencies=[User],
+    responses=AUTH_ERRORS,
+)
+def create_baseline(body: BaselineCreate, request: Request) -> SearchInfo:
+    """Measure the space's layer-scaled baseline: a search with strategy 'layer_scaled'."""
+    return searches.create_search(services_of(request), body.as_search())

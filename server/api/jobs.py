@@ -1,0 +1,46 @@
+"""The jobs agents do: a claim leases one (204: no work), heartbeats keep the lease, a result
+ends it. Each needs the agent's own credential."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from archvocab.http_api import API_PREFIX
+from archvocab.wire import JobLease, JobResult, LeaseRef, LeaseStatus, ResultReceipt
+from server.api.deps import AgentCaller, AgentId, JobId, services_of, store_of
+from server.api.responses import AUTH_ERRORS, CONFLICT
+from server.services import jobs
+
+router = APIRouter(prefix=API_PREFIX)
+
+
+@router.post(
+    "/agents/{agent_id}/claim",
+    response_model=JobLease,
+    responses={**AUTH_ERRORS, 204: {"description": "no work"}},
+)
+def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> JobLease | Response:
+    who.may_act_for(agent_id)
+    lease = jobs.claim(services_of(request), agent_id)
+    return Response(status_code=204) if lease is None else lease
+
+
+@router.post(
+    "/jobs/{job_id}/heartbeat", response_model=LeaseStatus, responses={**AUTH_ERRORS, **CONFLICT}
+)
+def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller) -> LeaseStatus:
+    who.may_act_for(body.agent_id)
+    return jobs.heartbeat(store_of(request), job_id, body)
+
+
+@router.post(
+    "/jobs/{job_id}/result", response_model=ResultReceipt, responses={**AUTH_ERRORS, **CONFLICT}
+)
+def submit_result(
+    job_id: JobId, body: JobResult, request: Request, who: AgentCaller
+) -> ResultReceipt:
+    """Accepted once per job: a repeated submission (a retry after a timeout) is answered
+    as a duplicate and changes nothing; see server.services.jobs.submit_result for late
+    results."""
+    who.may_act_for(body.agent_id)
+    return jobs.submit_result(services_of(request), job_id, body)

@@ -1,0 +1,26 @@
+"""GET /metrics: the database's state (server.services.metrics) and this process's HTTP
+traffic (server.app.middleware.observe) in Prometheus text format.
+
+Each app gets its own CollectorRegistry: tests build many apps in one interpreter and the
+global registry would refuse duplicates.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from server.app.middleware.observe import HttpMetrics, ObserveRequests
+from server.services.metrics import DatabaseCollector
+from server.store.store import Store
+
+
+def install_metrics(app: FastAPI, store: Store) -> None:
+    """Add the request observer and GET /metrics (app-level, outside /api/v1)."""
+    registry = CollectorRegistry()
+    registry.register(DatabaseCollector(store))
+    app.add_middleware(ObserveRequests, metrics=HttpMetrics(registry))
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(_request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

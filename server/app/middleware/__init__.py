@@ -1,0 +1,1 @@
+"""ASGI middleware of the app, one per module."""

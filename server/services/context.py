@@ -1,0 +1,22 @@
+"""What every service shares in one server process: the store, and the caches this process
+keeps of what the store says (the live engines, the result tables).
+
+The store is the truth; a cache here is rebuilt from its rows whenever it is missing or stale,
+so any number of processes can serve one database. `create_app` makes one `Services` and the
+routes hand it to the service functions that need a cache; the others take the store alone.
+"""
+
+from __future__ import annotations
+
+from server.services.engines import EngineCache
+from server.services.results import ResultTables
+from server.store.store import Store
+
+
+class Services:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.engines = EngineCache()
+        self.results = ResultTables()
+        # An engine a failed write told something is forgotten with the rollback.
+        store.observe(self.engines)

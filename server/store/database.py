@@ -1,0 +1,50 @@
+"""Opening the database: the SQLAlchemy engine, migrated to the newest schema on open."""
+
+from __future__ import annotations
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
+
+from server.store.schema import check_schema
+from server.store.schema import migrate as upgrade
+
+
+def make_engine(database_url: str, migrate: bool = True) -> Engine:
+    """Create the engine and bring the schema up to date (server.store.schema).
+
+    SQLite gets WAL, a busy timeout, and transactions that say up front whether they write:
+    a write transaction starts with BEGIN IMMEDIATE, so it waits its turn for the one writer
+    (the busy timeout) instead of failing with "database is locked" when a read transaction
+    tries to become a write one while another process writes.
+    """
+    is_sqlite = database_url.startswith("sqlite")
+    engine = create_engine(
+        database_url,
+        connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {},
+        pool_pre_ping=not is_sqlite,  # a restarted PostgreSQL leaves dead pooled connections
+    )
+    if is_sqlite:
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+    if migrate:
+        upgrade(engine)
+    check_schema(engine)
+    return engine
+
+
+WRITE = {"hwnas_write": True}  # execution options of a connection that will write (SQLite)
+
+
+def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+    # The driver's own transaction handling is off: _sqlite_begin says BEGIN and how.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin(connection) -> None:  # noqa: ANN001 - SQLAlchemy Connection
+    write = connection.get_execution_options().get("hwnas_write", False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
