@@ -7,9 +7,6 @@ Used by bench/measurement.py; not a test (no timed assertions), a measurement.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -24,6 +21,7 @@ from agent.launch import start_forkserver
 from agent.measure import measure_candidate
 from agent.worker import Worker
 from archvocab.wire import AgentRegistration, JobLease, MeasurementSettings
+from hwnas.testing.servers import serve
 
 DEVICE_CLASS = "bench-cpu"
 
@@ -55,47 +53,12 @@ class TimedWorker(Worker):
         self.jobs[lease.arch_id] = {"wall_s": wall, "measure_s": self._measure_s}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _start_server(db: Path, port: int, log: Path) -> subprocess.Popen:
-    # A benchmark on loopback: what it measures does not depend on tokens.
-    cmd = [
-        sys.executable,
-        "-m",
-        "hwnas",
-        "serve",
-        "--port",
-        str(port),
-        "--db",
-        str(db),
-        "--no-auth",
-    ]
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}")
-
-
 def agent_loop_timing(candidates: int, settings: MeasurementSettings, seed: int) -> list[dict]:
     """Per job: the agent's wall time, the measuring call's, and the measurement's own parts."""
     with tempfile.TemporaryDirectory(prefix="hwnas-bench-") as tmp:
-        port = _free_port()
-        server = _start_server(Path(tmp) / "bench.db", port, Path(tmp) / "server.log")
-        try:
-            return _run_search(f"http://127.0.0.1:{port}", candidates, settings, seed)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+        # A benchmark on loopback: what it measures does not depend on tokens.
+        with serve(Path(tmp), Path(tmp) / "bench.db", "--no-auth") as server:
+            return _run_search(server.url, candidates, settings, seed)
 
 
 def _run_search(url: str, candidates: int, settings: MeasurementSettings, seed: int) -> list:

@@ -25,7 +25,6 @@ drift of the machine hits all alike. It prints a markdown table and PASS/FAIL fo
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import os
@@ -36,23 +35,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import httpx
 
-import httpx  # noqa: E402
-
-from archvocab.space import GPT2Space  # noqa: E402
-from bench.agent_loop import _free_port, _start_server  # noqa: E402
-from bench.replay import DEFAULT_TABLE, DeviceReplay  # noqa: E402
+from archvocab.space import GPT2Space
+from bench.replay import DEFAULT_TABLE, DeviceReplay
+from hwnas.testing.servers import serve
 
 DEVICE_CLASS = "replay-cpu"
 OBJECTIVES = ["decoder_params", "latency_ms", "memory_mb"]
@@ -105,17 +97,6 @@ def search_request(
     return request
 
 
-def start_server(db: Path, port: int, log: Path) -> subprocess.Popen:
-    """bench/agent_loop.py's `hwnas serve` on loopback. Its helper leaves the log file object
-    to the garbage collector (the server process keeps its own descriptor): not a leak worth
-    a ResourceWarning here."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        server = _start_server(db, port, log)
-        gc.collect()
-    return server
-
-
 def start_agents(
     url: str, count: int, time_scale: float, table: Path, logs: Path
 ) -> list[subprocess.Popen]:
@@ -137,7 +118,7 @@ def start_agents(
             str(table),
         ]
         log = (logs / f"agent-{index}.log").open("w")
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
         log.close()
     return procs
 
@@ -204,37 +185,34 @@ def run_one(
     """One fresh server, `agents` replay agents, one search until the target or its end."""
     with tempfile.TemporaryDirectory(prefix="hwnas-scaling-") as tmp:
         tmpdir = Path(tmp)
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        server = start_server(tmpdir / "scaling.db", port, tmpdir / "server.log")
-        procs: list[subprocess.Popen] = []
         try:
-            procs = start_agents(url, agents, time_scale, table, tmpdir)
-            with httpx.Client(base_url=url, timeout=60) as http:
-                wait_for_agents(http, agents, procs)
-                return _search(
-                    http,
-                    server,
-                    agents,
-                    seed,
-                    budget,
-                    target,
-                    time_scale,
-                    norm,
-                    initial,
-                    max_run_s,
-                )
+            # A benchmark on loopback: what it measures does not depend on tokens.
+            with serve(tmpdir, tmpdir / "scaling.db", "--no-auth") as server:
+                procs: list[subprocess.Popen] = []
+                try:
+                    procs = start_agents(server.url, agents, time_scale, table, tmpdir)
+                    with httpx.Client(base_url=server.url, timeout=60) as http:
+                        wait_for_agents(http, agents, procs)
+                        return _search(
+                            http,
+                            server.proc,
+                            agents,
+                            seed,
+                            budget,
+                            target,
+                            time_scale,
+                            norm,
+                            initial,
+                            max_run_s,
+                        )
+                finally:
+                    stop_processes(procs)
         except Exception:
             for name in ("server.log", *(f"agent-{i}.log" for i in range(agents))):
                 path = tmpdir / name
                 if path.exists():
                     print(f"--- {name} (tail)\n{path.read_text()[-3000:]}", file=sys.stderr)
             raise
-        finally:
-            try:
-                stop_processes(procs)
-            finally:
-                stop_processes([server])
 
 
 def _search(

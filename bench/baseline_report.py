@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-from agent_loop import _free_port, _start_server
 
 from hwnas.baseline import parse_layers
+from hwnas.testing.agents import start_agent
+from hwnas.testing.ports import free_port, loopback_url
+from hwnas.testing.processes import Processes
+from hwnas.testing.servers import start_server
 
 
 def _wait(http: httpx.Client, search_id: int, timeout_s: float) -> dict:
@@ -46,13 +48,13 @@ def run(args: argparse.Namespace) -> dict:
     space = {"kind": args.kind, **json.loads(args.space)}
     measurement = {"seq_len": args.seq_len}
     with tempfile.TemporaryDirectory(prefix="hwnas-report-") as tmp:
-        port = _free_port()
-        server = _start_server(Path(tmp) / "report.db", port, Path(tmp) / "server.log")
-        url = f"http://127.0.0.1:{port}"
-        agent_cmd = [sys.executable, "-m", "hwnas", "agent", "--server", url]
-        agent_cmd += ["--device-class", "bench-cpu", "--poll-interval", "0.2"]
-        agent = subprocess.Popen(agent_cmd, stderr=subprocess.DEVNULL)
+        procs = Processes(Path(tmp))
+        port = free_port()
+        url = loopback_url(port)
         try:
+            # A benchmark on loopback: what it measures does not depend on tokens.
+            start_server(procs, Path(tmp) / "report.db", port, "--no-auth", lease_seconds=None)
+            start_agent(procs, "agent", url, device_class="bench-cpu")
             with httpx.Client(base_url=url, timeout=60) as http:
                 search = {
                     "name": f"{args.kind} LTS",
@@ -78,10 +80,7 @@ def run(args: argparse.Namespace) -> dict:
                 _wait(http, baseline.json()["id"], args.timeout)
                 return http.get(f"/api/v1/searches/{search_id}/report").json()
         finally:
-            agent.terminate()
-            agent.wait(timeout=60)
-            server.terminate()
-            server.wait(timeout=30)
+            procs.stop_all()
 
 
 def main() -> int:

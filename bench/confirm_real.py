@@ -28,7 +28,6 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,9 +38,12 @@ import httpx
 from agent.measure import measure_candidate
 from archvocab.space import GPT2Space
 from archvocab.wire import MeasurementSettings
-from bench.agent_loop import _free_port, _start_server
 from bench.replay import DeviceReplay
 from bench.search_efficiency import OBJECTIVES, extremes, make_normaliser, run_one
+from hwnas.testing.agents import start_agent
+from hwnas.testing.ports import free_port, loopback_url
+from hwnas.testing.processes import Processes
+from hwnas.testing.servers import start_server
 from search.hypervolume import Normaliser, hypervolume
 
 DEVICE_CLASS = "bench-real"
@@ -56,11 +58,12 @@ def lts_full_budget(replay: DeviceReplay, norm: Normaliser, seeds: int) -> list[
 
 
 def run_real(budget: int, seed: int, agents: int, normalisation: dict, workdir: Path) -> dict:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = _start_server(workdir / "real.db", port, workdir / "server.log")
-    procs: list[subprocess.Popen] = []
+    procs = Processes(workdir)
+    port = free_port()
+    url = loopback_url(port)
     try:
+        # A benchmark on loopback: what it measures does not depend on tokens.
+        start_server(procs, workdir / "real.db", port, "--no-auth", lease_seconds=None)
         with httpx.Client(base_url=url, timeout=60) as http:
             created = http.post(
                 "/api/v1/searches",
@@ -76,20 +79,15 @@ def run_real(budget: int, seed: int, agents: int, normalisation: dict, workdir: 
             created.raise_for_status()
             search_id = created.json()["id"]
             for i in range(agents):
-                log = (workdir / f"agent{i}.log").open("w")
-                cmd = [
-                    sys.executable,
-                    "-m",
-                    "hwnas",
-                    "agent",
-                    "--server",
+                start_agent(
+                    procs,
+                    f"agent{i}",
                     url,
-                    "--device-class",
-                    DEVICE_CLASS,
                     "--exit-when-idle",
                     "120",
-                ]
-                procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
+                    device_class=DEVICE_CLASS,
+                    poll_interval=1.0,
+                )
             while True:
                 info = http.get(f"/api/v1/searches/{search_id}").json()
                 p = info["progress"]
@@ -101,15 +99,7 @@ def run_real(budget: int, seed: int, agents: int, normalisation: dict, workdir: 
             candidates = http.get(f"/api/v1/searches/{search_id}/candidates").json()
             return {"search": info, "trace": trace, "candidates": candidates}
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        server.terminate()
-        server.wait(timeout=30)
+        procs.stop_all()
 
 
 def anchor(replay: DeviceReplay, repeats: int, sample: int, seed: int) -> dict:

@@ -18,25 +18,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import platform
 import shlex
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import httpx
 
-import httpx  # noqa: E402
+from bench.machine import commit, machine
+from hwnas.testing.servers import serve
+
+HERE = Path(__file__).resolve().parent
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ENDPOINTS = {  # what the dashboard reads, by name; {id} and {after} filled per search
@@ -92,49 +87,6 @@ def build(workdir: Path, size: int, label: str) -> Path:
         fill(db, size, seed=0, name=search_name(size))
         print(f"built {db} ({size} candidates) in {time.perf_counter() - started:.0f} s")
     return db
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve(db: Path, log: Path):
-    """A real `hwnas serve` over `db` on a loopback port; yields its base URL."""
-    port = free_port()
-    # A benchmark on loopback: what it measures does not depend on tokens.
-    cmd = [
-        sys.executable,
-        "-m",
-        "hwnas",
-        "serve",
-        "--port",
-        str(port),
-        "--db",
-        str(db),
-        "--no-auth",
-    ]
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_healthy(url, proc, log)
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}")
 
 
 def find_search(http: httpx.Client, size: int) -> int:
@@ -208,7 +160,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
     samples: dict[str, dict[str, list]] = {label: {} for label in sizes}
     checks: dict[str, list] = {label: [] for label in sizes}
     with contextlib.ExitStack() as stack:
-        urls = {k: stack.enter_context(serve(db, workdir / f"{k}.log")) for k, db in dbs.items()}
+        # A benchmark on loopback: what it measures does not depend on tokens.
+        urls = {
+            k: stack.enter_context(serve(workdir, db, "--no-auth", name=k)).url
+            for k, db in dbs.items()
+        }
         http = {k: stack.enter_context(client(u)) for k, u in urls.items()}
         ids = {k: find_search(http[k], sizes[k]) for k in sizes}
         driver = browser()
@@ -248,7 +204,7 @@ def summarise(args, sizes, ids, samples, checks, browser_version) -> dict:
         "command": shlex.join(["python", "-m", "bench.dashboard_scale", *args.argv]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
-        "machine": machine(browser_version),
+        "machine": {**machine(), "chromium": browser_version},
         "sizes": sizes,
         "search_ids": ids,
         "repeats": args.repeats,
@@ -258,30 +214,6 @@ def summarise(args, sizes, ids, samples, checks, browser_version) -> dict:
         "samples": samples,
         "checks": checks,
     }
-
-
-def machine(browser_version: str | None) -> dict:
-    cpuinfo = Path("/proc/cpuinfo")
-    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
-    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    cpu = models[0] if models else platform.processor()
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": cpu,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "chromium": browser_version,
-    }
-
-
-def commit() -> str | None:
-    """HEAD, marked `+dirty` when the working tree differs (the numbers belong to the tree)."""
-    git = ["git", "-C", str(ROOT)]
-    with contextlib.suppress(OSError, subprocess.CalledProcessError):
-        head = subprocess.check_output([*git, "rev-parse", "--short", "HEAD"], text=True)
-        dirty = subprocess.run([*git, "diff", "--quiet", "HEAD"], check=False).returncode
-        return head.strip() + ("+dirty" if dirty else "")
-    return None
 
 
 def print_table(result: dict) -> None:

@@ -26,12 +26,10 @@ from agent.fingerprint import device_fingerprint
 from agent.measure import measure_candidate
 from archvocab.registry import parse_space
 from archvocab.wire import Failure, MeasurementSettings
+from proxies.flops import flops
+from proxies.params import decoder_params, total_params
 
 HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-from proxies.flops import flops  # noqa: E402
-from proxies.params import decoder_params, total_params  # noqa: E402
-
 DEFAULT_OUT = HERE / "data" / "device_table_gpt2_cpu.json"
 
 

@@ -35,11 +35,8 @@ import json
 import os
 import random
 import shlex
-import signal
-import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,13 +46,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import httpx  # noqa: E402
+from hwnas.testing.ports import free_port
+from hwnas.testing.processes import Processes
+from hwnas.testing.servers import create_token, start_server
 
 API = "/api/v1"
 DEVICE_CLASS = "replay-cpu"
@@ -90,7 +83,7 @@ def replay_request(budget: int, initial: int, seed: int) -> dict[str, Any]:
 
 
 def replay_agent_args(url: str, name: str, time_scale: float) -> list[str]:
-    """`python -m bench.replay_agent` for `url`, polling fast (run it with cwd ROOT)."""
+    """`python -m bench.replay_agent` for `url`, polling fast."""
     return [
         sys.executable,
         "-m",
@@ -196,76 +189,36 @@ def kill_mid_measurement(
 
 
 # -- processes ----------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _token(db: Path, kind: str) -> str:
-    command = ["token", "create", "--db", str(db), "--kind", kind, "--name", f"bench-{kind}"]
-    done = subprocess.run(
-        [sys.executable, "-m", "hwnas", *command, "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    return json.loads(done.stdout)["token"]
-
-
 class Cluster:
     """A real `hwnas serve` over a SQLite file in `tmp` and replay agents, logs in `tmp`."""
 
     def __init__(self, tmp: Path, lease_s: float, time_scale: float) -> None:
         self.tmp, self.lease_s, self.time_scale = tmp, lease_s, time_scale
         self.db = tmp / "faults.db"
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.agent_token = _token(self.db, "agent")
-        user = _token(self.db, "user")
-        self.http = httpx.Client(
-            base_url=self.url, timeout=30, headers={"Authorization": f"Bearer {user}"}
-        )
-        self.log = EventLog(tmp / "server.log")
-        self.server: subprocess.Popen | None = None
-        self.agents: dict[str, subprocess.Popen] = {}
-
-    def _spawn(self, args: list[str], log: str, env: dict[str, str]) -> subprocess.Popen:
-        with (self.tmp / log).open("a") as out:
-            return subprocess.Popen(
-                args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env}
-            )
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.procs = Processes(tmp)
+        # Made before the server's first start, which then keeps them (as on its restarts).
+        self.procs.user_token = create_token(self.db, "user", "bench-user")
+        self.procs.agent_token = create_token(self.db, "agent", "bench-agent")
+        self.http = self.procs.client(self.url)
+        self.log = EventLog(self.procs.log_path("server"))
 
     def start_server(self) -> None:
-        """Start `hwnas serve` and return once it answers /healthz."""
-        port = self.url.rsplit(":", 1)[1]
-        args = [sys.executable, "-m", "hwnas", "serve", "--port", port, "--db", str(self.db)]
-        args += ["--lease-seconds", str(self.lease_s), "--log-format", "json"]
-        self.server = self._spawn(args, "server.log", {})
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and self.server.poll() is None:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"server did not start: {(self.tmp / 'server.log').read_text()[-2000:]}")
+        """Start `hwnas serve` (again, after a kill: same database, port, tokens and log) and
+        return once it answers /healthz."""
+        args = ("--log-format", "json")
+        start_server(self.procs, self.db, self.port, *args, lease_seconds=self.lease_s)
 
     def kill_server(self) -> None:
-        assert self.server is not None
-        self.server.send_signal(signal.SIGKILL)
-        self.server.wait()
+        self.procs.kill("server")
 
     def start_agent(self, name: str) -> None:
         args = replay_agent_args(self.url, name, self.time_scale)
-        self.agents[name] = self._spawn(
-            args, f"{name}.log", {"HWNAS_AGENT_TOKEN": self.agent_token}
-        )
+        self.procs.spawn(name, args, env=self.procs.agent_env)
 
     def kill_agent(self, name: str) -> None:
-        self.agents[name].send_signal(signal.SIGKILL)
-        self.agents[name].wait()
+        self.procs.kill(name)
 
     def agent_ids(self) -> dict[str, str]:
         """Registered agents: name -> agent id."""
@@ -296,16 +249,7 @@ class Cluster:
 
     def close(self) -> None:
         self.http.close()
-        procs = [*self.agents.values(), *([self.server] if self.server else [])]
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        self.procs.stop_all(grace_s=30)
 
 
 # -- scenarios ---------------------------------------------------------------------------------

@@ -17,32 +17,28 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-
-from archvocab.registry import parse_space  # noqa: E402
-from archvocab.wire import MeasurementSettings, SearchCreate  # noqa: E402
-from bench.replay import DeviceReplay  # noqa: E402
-from bench.replay_agent import ReplayDevice  # noqa: E402
-from proxies.registry import zero_cost_scores  # noqa: E402
-from search.hypervolume import Normaliser, hypervolume  # noqa: E402
-from search.pareto import non_dominated_mask  # noqa: E402
-from server.settings import Settings, utcnow  # noqa: E402
-from server.store.cache import fingerprint_key  # noqa: E402
-from server.store.rows import (  # noqa: E402
+from archvocab.registry import parse_space
+from archvocab.wire import MeasurementSettings, SearchCreate
+from bench.replay import DeviceReplay
+from bench.replay_agent import ReplayDevice
+from proxies.registry import zero_cost_scores
+from search.hypervolume import Normaliser, hypervolume
+from search.pareto import non_dominated_mask
+from server.settings import Settings, utcnow
+from server.store.cache import fingerprint_key
+from server.store.rows import (
     AgentRow,
     ArchitectureRow,
     CandidateRow,
     MeasurementRow,
     SearchRow,
 )
-from server.store.store import Store  # noqa: E402
+from server.store.store import Store
 
 AGENT_ID = "replay-agent-0"
 DEVICE_CLASS = "replay"

@@ -1,7 +1,7 @@
 """Load: N simulated agents claiming and reporting concurrently against one real server.
 
 Per scenario (a store and a number of server processes) a fresh `hwnas serve` (SQLite file,
-or a database of its own on a throwaway PostgreSQL cluster from tests/pg.py), authentication
+or a database of its own on a throwaway PostgreSQL cluster, hwnas.testing.postgres), authentication
 on as deployed, its log in JSON. A user starts `--searches` LTS searches; then `--generators`
 load-generating processes (asyncio + httpx, a pool of one connection per agent) run the
 agents, each registering with the enrollment token and looping claim -> think (a sleep of
@@ -23,21 +23,12 @@ Exits 1 when any scenario had a failure, a log finding or an exactly-once violat
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
-import importlib.util
 import json
-import math
 import multiprocessing
 import os
-import platform
-import random
-import re
-import resource
 import shlex
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,335 +36,24 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
+
+from bench.load_agents import REPORT_TRIES, Load, generate
+from bench.load_checks import KINDS, Seen, healthy, latency_stats, scan_log, verify
+from bench.machine import commit, machine, machine_busy, tree_cpu_s
+from hwnas.testing import postgres
+from hwnas.testing.servers import serve
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import httpx  # noqa: E402
-
-DEVICE_CLASS = "load"
-FINGERPRINT = {
-    "os": "Linux",
-    "cpu_model": "simulated cpu",
-    "machine": "x86_64",
-    "cores": 4,
-    "ram_bytes": 2**33,
-    "torch_version": "2.13.0",
-    "accelerator": None,
-}
-# The agents only carry it (they simulate the device): small, as a fast test protocol.
-MEASUREMENT = {"seq_len": 16, "warmup": 1, "min_samples": 5, "min_time_s": 0.0, "max_time_s": 0.5}
-# Lines of the server's log that mean trouble under load, by what to call them.
-LOG_PATTERNS = {
-    "database is locked": re.compile(r"database is locked"),
-    "OperationalError": re.compile(r"OperationalError"),
-    "deadlock": re.compile(r"DeadlockDetected|deadlock detected", re.IGNORECASE),
-    "serialization": re.compile(r"could not serialize|SerializationFailure"),
-    "IntegrityError": re.compile(r"IntegrityError|UniqueViolation"),
-    "pool timeout": re.compile(r"QueuePool limit"),
-    "traceback": re.compile(r"Traceback \(most recent call last\)"),
-}
-REPORT_TRIES = 3
 # 200 agents registering and claiming at once is a burst of its own; percentiles are also
 # given over the requests that started this long after the agents did.
 WARMUP_S = 10.0
-KINDS = ("register", "claim", "result")
-
-
-@dataclasses.dataclass(frozen=True)
-class Load:
-    """What one scenario runs; the same for every store and worker count."""
-
-    agents: int = 200
-    generators: int = 2
-    duration_s: float = 60.0
-    results: int | None = None
-    searches: int = 4
-    budget: int = 1000
-    think_s: float = 1.0
-    idle_s: float = 1.0
-    timeout_s: float = 60.0
-    lease_seconds: float = 60.0
-    # How long the generators keep an idle connection. httpx's default (5 s) equals uvicorn's
-    # keep-alive timeout: a request sent on a connection the server is closing that moment
-    # fails with ReadError before the app sees it (a few per 30 s of 200 agents here; see
-    # docs/benchmarks.md). Below the server's timeout, the client always closes first.
-    keepalive_s: float = 2.0
-    space: dict | None = None  # the searches' space (default: LTS's GPT-2 space)
-
-    def search_request(self, index: int) -> dict:
-        """An LTS search whose first generations keep about 1.5x the agents' jobs queued."""
-        initial = max(4, math.ceil(1.5 * self.agents / self.searches))
-        children = max(1, initial * 2 // 5)
-        return {
-            "name": f"load {index}",
-            "strategy": "lts",
-            "device_class": DEVICE_CLASS,
-            "measurement": MEASUREMENT,
-            "budget": {"max_evaluations": self.budget},
-            "population": {
-                "initial": initial,
-                "parents": max(2, initial // 5),
-                "mutations": children,
-                "crossovers": children,
-            },
-            "seed": index,
-            **({"space": self.space} if self.space else {}),
-        }
-
-
-# -- the simulated agents (in the generator processes) --------------------------------------
-def synthetic_measurement(spec: dict) -> dict:
-    """A MeasurementResult for `spec`: cost grows with the model's size, as on a device."""
-    size = spec["d_model"] * sum(spec["d_inner"]) + spec["n_layer"] * spec["d_model"] ** 2
-    latency, memory = 1.0 + size / 1e6, 50.0 + size / 2e5
-    samples = [latency * f for f in (0.99, 1.0, 1.0, 1.01, 1.02)]
-    return {
-        "latency_ms": latency,
-        "peak_memory_mb": memory,
-        "latency": {
-            "median_ms": latency,
-            "p90_ms": samples[-1],
-            "min_ms": samples[0],
-            "iqr_ms": samples[3] - samples[1],
-            "ci_low_ms": samples[0],
-            "ci_high_ms": samples[-1],
-            "ci_rel": 0.02,
-            "confidence": 0.95,
-            "samples": len(samples),
-            "inner_repeats": 1,
-            "samples_ms": samples,
-            "stop_reason": "ci_target",
-            "warmup_runs": 1,
-            "warmup_s": 0.01,
-            "warmup_stable": True,
-            "timed_s": sum(samples) / 1000,
-        },
-        "memory": {
-            "primary": "process_peak",
-            "process_peak_mb": memory,
-            "process_method": "simulated",
-            "process_baseline_mb": 0.0,
-            "weights_mb": memory / 2,
-        },
-        "build_s": 0.01,
-        "total_s": 0.05,
-        "provenance": {
-            "runtime": "torch",
-            "runtime_version": "2.13.0",
-            "torch_version": "2.13.0",
-            "python_version": platform.python_version(),
-            "hostname": "simulated",
-            "machine": "x86_64",
-            "cpu_model": FINGERPRINT["cpu_model"],
-            "threads": 1,
-        },
-    }
-
-
-class Generator:
-    """One process's share of the agents, on one event loop and one connection pool."""
-
-    def __init__(self, load: Load, http: httpx.AsyncClient, enroll: str, stop) -> None:  # noqa: ANN001 - an Event
-        self.load, self.http, self.stop = load, http, stop
-        self.enroll = {"authorization": f"Bearer {enroll}"}
-        self.requests: list[tuple] = []  # (kind, status (0: transport error), began, ms, error)
-        self.accepted: list[tuple] = []  # (search_id, arch_id, job_id, agent_id, duplicate)
-        self.leases: list[int] = []  # job ids, one per lease given
-
-    async def call(self, kind: str, path: str, headers: dict, body: dict | None = None):
-        began, start = time.time(), time.perf_counter()
-        try:
-            reply = await self.http.post(path, headers=headers, json=body)
-            status = reply.status_code
-            error = "" if status < 300 else reply.text[:300]
-        except httpx.HTTPError as exc:
-            reply, status, error = None, 0, f"{type(exc).__name__}: {exc}"[:200]
-        self.requests.append((kind, status, began, 1000 * (time.perf_counter() - start), error))
-        return reply
-
-    async def agent(self, index: int) -> None:
-        fingerprint = {**FINGERPRINT, "hostname": f"load-{index:04d}"}
-        body = {"device_class": DEVICE_CLASS, "name": f"load-{index}", "fingerprint": fingerprint}
-        reply = await self.call("register", "/api/v1/agents", self.enroll, body)
-        if reply is None or reply.status_code != 201:
-            return
-        info = reply.json()
-        agent_id, auth = info["agent_id"], {"authorization": f"Bearer {info['credential']}"}
-        rng = random.Random(index)
-        while not self.stop.is_set():
-            reply = await self.call("claim", f"/api/v1/agents/{agent_id}/claim", auth)
-            if reply is None or reply.status_code != 200:
-                await asyncio.sleep(self.load.idle_s)
-                continue
-            lease = reply.json()
-            self.leases.append(lease["job_id"])
-            await asyncio.sleep(self.load.think_s * rng.uniform(0.5, 1.5))
-            await self.report(agent_id, auth, lease)
-
-    async def report(self, agent_id: str, auth: dict, lease: dict) -> None:
-        """Report the lease's measurement; a transport error or a 5xx is retried, as an agent
-        does (the retry is a request of its own, and the failure stays counted)."""
-        path = f"/api/v1/jobs/{lease['job_id']}/result"
-        body = {
-            "agent_id": agent_id,
-            "lease_id": lease["lease_id"],
-            "measurement": synthetic_measurement(lease["spec"]),
-        }
-        for _ in range(REPORT_TRIES):
-            reply = await self.call("result", path, auth, body)
-            if reply is not None and reply.status_code == 200:
-                got = reply.json()
-                ids = (lease["search_id"], lease["arch_id"], lease["job_id"], agent_id)
-                self.accepted.append((*ids, bool(got.get("duplicate"))))
-                return
-            if reply is not None and reply.status_code < 500:
-                return  # refused: retrying the same body cannot help
-            await asyncio.sleep(1.0)
-
-
-async def _generate(load: Load, url: str, enroll: str, indices: list[int], stop, barrier):  # noqa: ANN001 - multiprocessing primitives
-    limits = httpx.Limits(
-        max_connections=len(indices),
-        max_keepalive_connections=len(indices),
-        keepalive_expiry=load.keepalive_s,
-    )
-    timeout = httpx.Timeout(load.timeout_s)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as http:
-        generator = Generator(load, http, enroll, stop)
-        barrier.wait()  # every generator starts its agents together
-        await asyncio.gather(*(generator.agent(i) for i in indices))
-    return generator
-
-
-def generate(load: Load, url: str, enroll: str, indices: list[int], stop, barrier, out: str):  # noqa: ANN001 - multiprocessing primitives
-    """A load-generating process: runs its agents, then writes what they saw to `out`."""
-    generator = asyncio.run(_generate(load, url, enroll, indices, stop, barrier))
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    Path(out).write_text(
-        json.dumps(
-            {
-                "requests": generator.requests,
-                "accepted": generator.accepted,
-                "leases": generator.leases,
-                "cpu_s": usage.ru_utime + usage.ru_stime,
-            }
-        )
-    )
-
-
-# -- the server and the machine ---------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def hwnas(*args: str) -> list[str]:
-    return [sys.executable, "-m", "hwnas", *args]
-
-
-def create_token(db: str, kind: str) -> str:
-    """A token made straight in the database, as an admin does (`hwnas token create`)."""
-    command = hwnas("token", "create", "--db", db, "--kind", kind, "--name", f"load-{kind}")
-    done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)["token"]
-
-
-@contextlib.contextmanager
-def serve(db: str, workers: int, load: Load, log: Path):
-    """A real `hwnas serve` over `db` on a loopback port; yields (url, its process)."""
-    port = free_port()
-    command = hwnas("serve", "--port", str(port), "--db", db, "--workers", str(workers))
-    command += ["--lease-seconds", str(load.lease_seconds), "--log-format", "json"]
-    with log.open("w") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_healthy(url, proc, log)
-        yield url, proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}")
-
-
-def tree_cpu_s(root: int | None) -> float:
-    """CPU seconds of process `root` and its descendants, reaped children included."""
-    if root is None:
-        return 0.0
-    parent, cpu = {}, {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            pid = int(stat.parent.name)
-            parent[pid] = int(fields[1])
-            cpu[pid] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    mine, todo = set(), [root]
-    while todo:
-        pid = todo.pop()
-        mine.add(pid)
-        todo.extend(p for p, pp in parent.items() if pp == pid and p not in mine)
-    return sum(cpu.get(p, 0.0) for p in mine)
-
-
-def machine_busy() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine since boot (/proc/stat)."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    ticks = os.sysconf("SC_CLK_TCK")
-    idle = values[3] + values[4]
-    return (sum(values) - idle) / ticks, sum(values) / ticks
-
-
-def load_pg():
-    """tests/pg.py: the suite's throwaway PostgreSQL cluster. Test infrastructure, but ours,
-    and the one place that knows how to start PostgreSQL on this machine (root or not)."""
-    spec = importlib.util.spec_from_file_location("hwnas_tests_pg", ROOT / "tests" / "pg.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module
-
-
-def postmaster_pid(cluster) -> int | None:  # noqa: ANN001 - a tests/pg.py Cluster
-    with contextlib.suppress(OSError, ValueError):
-        return int((cluster.data / "postmaster.pid").read_text().split("\n", 1)[0])
-    return None
 
 
 # -- one scenario -----------------------------------------------------------------------------
-@dataclasses.dataclass
-class Seen:
-    """What the generators saw, merged, and how the run went."""
-
-    requests: list = dataclasses.field(default_factory=list)
-    accepted: list = dataclasses.field(default_factory=list)
-    leases: list = dataclasses.field(default_factory=list)
-    generator_cpu_s: float = 0.0
-    monitor_errors: list = dataclasses.field(default_factory=list)
-    started: float = 0.0  # when the agents started (time.time())
-    stopped: float = 0.0  # when they were told to stop
-    ended: float = 0.0  # when the last generator had finished
-    stopped_by: str = ""
-    cpu: dict = dataclasses.field(default_factory=dict)
-
-
-def run_scenario(load: Load, store: str, workers: int, workdir: Path, cluster=None) -> dict:  # noqa: ANN001 - a tests/pg.py Cluster
+def run_scenario(
+    load: Load, store: str, workers: int, workdir: Path, cluster: postgres.Cluster | None = None
+) -> dict:
     """One fresh server over a fresh database, the searches, the agents, the checks."""
     name = f"{store}-w{workers}"
     database = f"load_{store}_w{workers}_{os.getpid()}"
@@ -383,18 +63,20 @@ def run_scenario(load: Load, store: str, workers: int, workdir: Path, cluster=No
             Path(leftover).unlink(missing_ok=True)
     else:
         db = cluster.create_database(database)
-    user, enroll = create_token(db, "user"), create_token(db, "agent")
-    log = workdir / f"{name}.log"
+    args = ["--workers", str(workers), "--log-format", "json"]
     try:
-        with serve(db, workers, load, log) as (url, proc), user_client(url, user) as http:
+        with (
+            serve(workdir, db, *args, name=name, lease_seconds=load.lease_seconds) as server,
+            server.client(timeout=120) as http,
+        ):
             search_ids = [start_search(http, load.search_request(i)) for i in range(load.searches)]
-            pg_pid = postmaster_pid(cluster) if store == "postgresql" else None
-            seen = drive(load, url, enroll, http, workdir / name, (proc.pid, pg_pid))
+            pids = (server.proc.pid, cluster.pid if store == "postgresql" else None)
+            seen = drive(load, server.url, server.procs.agent_token, http, workdir / name, pids)
             once = verify(http, search_ids, seen)
     finally:
         if store == "postgresql":
             cluster.drop_database(database)
-    return summarise(load, store, workers, seen, once, scan_log(log))
+    return summarise(load, store, workers, seen, once, scan_log(workdir / f"{name}.log"))
 
 
 def start_search(http: httpx.Client, request: dict) -> int:
@@ -402,10 +84,6 @@ def start_search(http: httpx.Client, request: dict) -> int:
     if reply.status_code != 201:
         raise RuntimeError(f"POST /api/v1/searches: {reply.status_code} {reply.text}")
     return reply.json()["id"]
-
-
-def user_client(url: str, token: str) -> httpx.Client:
-    return httpx.Client(base_url=url, timeout=120, headers={"authorization": f"Bearer {token}"})
 
 
 def drive(load: Load, url: str, enroll: str, http: httpx.Client, out: Path, pids) -> Seen:  # noqa: ANN001 - (server pid, postmaster pid or None)
@@ -501,115 +179,7 @@ def cpu_used(before: dict, after: dict, wall_s: float) -> dict:
     }
 
 
-# -- checks -------------------------------------------------------------------------------------
-def verify(http: httpx.Client, search_ids: list[int], seen: Seen) -> dict:
-    """Exactly-once over the API: each accepted result is one measured candidate carrying that
-    agent's measurement, no measured candidate lacks an accepted result, jobs_done agree."""
-    measured, statuses = {}, Counter()
-    for sid in search_ids:
-        for cand in http.get(f"/api/v1/searches/{sid}/candidates").raise_for_status().json():
-            statuses[cand["status"]] += 1
-            if cand["status"] == "measured" and not cand["reused"]:
-                m = cand["measurement"]
-                measured[(sid, cand["arch_id"])] = (m["agent_id"], m["measurement_id"])
-    jobs_done = {a["agent_id"]: a["jobs_done"] for a in http.get("/api/v1/agents").json()}
-    new = [(s, a, agent) for s, a, _, agent, duplicate in seen.accepted if not duplicate]
-    per_job = Counter((s, a) for s, a, _ in new)
-    per_agent = Counter(agent for *_, agent in new)
-    ids = [mid for _, mid in measured.values()]
-    checks = {
-        "accepted": len(new),
-        "duplicate_answers": len(seen.accepted) - len(new),
-        "measured": len(measured),
-        "jobs_done": sum(jobs_done.values()),
-        "accepted_twice": sum(1 for n in per_job.values() if n > 1),
-        "lost": sum(1 for s, a, agent in new if measured.get((s, a), (None,))[0] != agent),
-        "unaccounted": sum(1 for key in measured if key not in per_job),
-        "agents_mismatched": sum(1 for a, n in jobs_done.items() if n != per_agent.get(a, 0)),
-        "measurement_ids_repeated": len(ids) - len(set(ids)),
-        "leased_twice": sum(1 for n in Counter(seen.leases).values() if n > 1),
-        "left_running": statuses["running"],
-        "statuses": dict(statuses),
-    }
-    zero = ("accepted_twice", "lost", "unaccounted", "agents_mismatched")
-    zero += ("measurement_ids_repeated", "left_running", "duplicate_answers")
-    counts = {checks["accepted"], checks["measured"], checks["jobs_done"]}
-    checks["ok"] = len(counts) == 1 and not any(checks[k] for k in zero)
-    return checks
-
-
-def scan_log(log: Path, keep: int = 20) -> dict:
-    """The server's log: lines matching LOG_PATTERNS, error lines, 5xx answers, domain events
-    by name, and the server's own time per request (its request log's duration_ms)."""
-    hits, levels, statuses, events = Counter(), Counter(), Counter(), Counter()
-    server_ms: dict[str, list[float]] = {kind: [] for kind in KINDS}
-    excerpt = []
-    for line in log.read_text(errors="replace").splitlines():
-        found = [name for name, pattern in LOG_PATTERNS.items() if pattern.search(line)]
-        hits.update(found)
-        entry = parse_json(line)
-        levels[entry.get("level", "text")] += 1
-        failed = False
-        if entry.get("event") == "http.request":
-            statuses[entry["status"] // 100 * 100] += 1
-            failed = entry["status"] >= 500
-            kind = route_kind(entry.get("method"), entry.get("route", ""))
-            if kind:
-                server_ms[kind].append(entry["duration_ms"])
-        elif entry.get("event"):
-            events[entry["event"]] += 1
-        if found or failed or entry.get("level") in ("error", "critical"):
-            if len(excerpt) < keep:
-                excerpt.append(line[:3000])
-    return {
-        "patterns": {name: hits[name] for name in LOG_PATTERNS},
-        "error_lines": levels["error"] + levels["critical"],
-        "http_5xx": statuses[500],
-        "http_by_class": {f"{k // 100}xx": v for k, v in sorted(statuses.items())},
-        "events": dict(sorted(events.items())),
-        "server_ms": {kind: latency_stats(v) for kind, v in server_ms.items()},
-        "excerpt": excerpt,
-    }
-
-
-def parse_json(line: str) -> dict:
-    """A JSON log line's fields; {} for anything else (a line printed before logging started)."""
-    try:
-        entry = json.loads(line)
-    except ValueError:
-        return {}
-    return entry if isinstance(entry, dict) else {}
-
-
-def route_kind(method: str | None, route: str) -> str | None:
-    if method != "POST":
-        return None
-    if route == "/api/v1/agents":
-        return "register"
-    if route.endswith("/claim"):
-        return "claim"
-    if route.endswith("/result"):
-        return "result"
-    return None
-
-
-# -- numbers ------------------------------------------------------------------------------------
-def percentile(ordered: list[float], q: float) -> float:
-    """The q-quantile of sorted values, interpolated between the two nearest ranks."""
-    k = (len(ordered) - 1) * q
-    low = math.floor(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
-
-
-def latency_stats(values: list[float]) -> dict:
-    if not values:
-        return {"n": 0}
-    ordered = sorted(values)
-    stats = {f"p{round(q * 100)}": percentile(ordered, q) for q in (0.5, 0.9, 0.99)}
-    return {"n": len(ordered), **{k: round(v, 2) for k, v in stats.items()}, "max": ordered[-1]}
-
-
+# -- the summary ----------------------------------------------------------------------------------
 OK_STATUS = {"register": {201}, "claim": {200, 204}, "result": {200}}
 
 
@@ -662,21 +232,16 @@ def failure(request: tuple) -> dict:
     return {"kind": kind, "status": status, "ms": round(ms, 1), "error": error}
 
 
-def healthy(scenario: dict) -> bool:
-    log = scenario["server_log"]
-    return (
-        scenario["failed_requests"] == 0
-        and scenario["exactly_once"]["ok"]
-        and log["http_5xx"] == 0
-        and log["error_lines"] == 0
-        and not any(log["patterns"].values())
-    )
-
-
 # -- the command --------------------------------------------------------------------------------
-def run(load: Load, scenarios: list[tuple[str, int]], workdir: Path, cluster=None) -> dict:  # noqa: ANN001 - a tests/pg.py Cluster
+def run(
+    load: Load,
+    scenarios: list[tuple[str, int]],
+    workdir: Path,
+    cluster: postgres.Cluster | None = None,
+) -> dict:
     """Every scenario in turn; `cluster` is needed for PostgreSQL ones."""
-    results, before = [], machine()
+    results = []
+    before = {**machine(), "loadavg_before": [round(v, 2) for v in os.getloadavg()]}
     for store, workers in scenarios:
         print(f"{store}, {workers} server process(es), {load.agents} agents ...", flush=True)
         results.append(run_scenario(load, store, workers, workdir, cluster))
@@ -689,29 +254,6 @@ def run(load: Load, scenarios: list[tuple[str, int]], workdir: Path, cluster=Non
         "scenarios": results,
         "ok": all(healthy(s) for s in results),
     }
-
-
-def machine() -> dict:
-    cpuinfo = Path("/proc/cpuinfo")
-    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
-    models = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": models[0] if models else platform.processor(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "loadavg_before": [round(v, 2) for v in os.getloadavg()],
-    }
-
-
-def commit() -> str | None:
-    """HEAD, marked `+dirty` when the working tree differs (the numbers belong to the tree)."""
-    git = ["git", "-C", str(ROOT)]
-    with contextlib.suppress(OSError, subprocess.CalledProcessError):
-        head = subprocess.check_output([*git, "rev-parse", "--short", "HEAD"], text=True)
-        dirty = subprocess.run([*git, "diff", "--quiet", "HEAD"], check=False).returncode
-        return head.strip() + ("+dirty" if dirty else "")
-    return None
 
 
 def print_table(scenarios: list[dict]) -> None:
@@ -788,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         cluster = None
         if any(store == "postgresql" for store, _ in scenarios):
-            cluster = load_pg().start()
+            cluster = postgres.start()
             stack.callback(cluster.stop)
         result = run(load, scenarios, workdir, cluster)
     argv_used = sys.argv[1:] if argv is None else list(argv)

@@ -29,13 +29,13 @@ import sys
 import time
 from typing import Any
 
-from agent_loop import agent_loop_timing
 from scipy.stats import spearmanr
 
 from agent.measure import measure_candidate
 from archvocab.space import GPT2Space
 from archvocab.spec import GPT2Spec
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings
+from bench.agent_loop import agent_loop_timing
 from proxies.params import decoder_params
 
 LATENCY_FLOOR_MS = 5.0  # the CV target applies to models above this

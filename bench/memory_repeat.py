@@ -32,8 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hwnas.ground_truth import require_ground_truth
+
 VARIANTS = ("after_latency", "separate")
-LTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "lts"
 SETS = {"gpt2": "random_GPT2_wt103.json", "transxl": "random_TransXL_wt103.json"}
 FULL = {"per_kind": 3, "repeats": 5, "seq_len": 64}
 QUICK = {"per_kind": 2, "repeats": 3, "seq_len": 32}
@@ -49,7 +50,7 @@ def lts_specs(per_kind: int) -> list[dict[str, Any]]:
     specs = []
     for kind, name in SETS.items():
         parse = GPT2Spec.from_lts_config if kind == "gpt2" else TransXLSpec.from_lts_config
-        models = json.loads((LTS / name).read_text())["models"]
+        models = json.loads(require_ground_truth("lts", name).read_text())["models"]
         specs += [parse(m["config"]).to_dict() for m in models[:per_kind]]
     return specs
 

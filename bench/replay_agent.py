@@ -35,21 +35,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import httpx
 
-import httpx  # noqa: E402
-
-from agent.cli import AGENT_TOKEN_ENV, stop_on_signals  # noqa: E402
-from agent.client import AgentClient  # noqa: E402
-from agent.guard import Guard  # noqa: E402
-from agent.measure import CancelFlag, MeasurementCancelled  # noqa: E402
-from agent.worker import Worker  # noqa: E402
-from archvocab.registry import parse_spec  # noqa: E402
-from archvocab.wire import (  # noqa: E402
+from agent.cli import AGENT_TOKEN_ENV, stop_on_signals
+from agent.client import AgentClient
+from agent.guard import Guard
+from agent.measure import CancelFlag, MeasurementCancelled
+from agent.worker import Worker
+from archvocab.registry import parse_spec
+from archvocab.wire import (
     AgentRegistration,
     DeviceFingerprint,
     Failure,
@@ -60,8 +54,8 @@ from archvocab.wire import (  # noqa: E402
     Provenance,
     ProxyRequest,
 )
-from bench.replay import DEFAULT_TABLE, NOISE_CV, DeviceReplay  # noqa: E402
-from proxies.params import total_params  # noqa: E402
+from bench.replay import DEFAULT_TABLE, NOISE_CV, DeviceReplay
+from proxies.params import total_params
 
 logger = logging.getLogger("bench.replay_agent")
 HTTP_TIMEOUT_S = 30.0

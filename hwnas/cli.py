@@ -12,7 +12,7 @@ _COMMANDS = {
     "serve": "server.cli.serve:serve",
     "demo": "server.cli.demo:run",
     "agent": "agent.cli:run",
-    "proxies": "proxies.cli:run",
+    "proxies": "hwnas.proxies_cli:run",
     "baseline": "hwnas.baseline:run_baseline",
     "report": "hwnas.baseline:run_report",
     "search": "hwnas.search_cli:run",
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     corr.add_argument("--proxy", default="decoder_params")
     corr.add_argument("--json", action="store_true")
     val = psub.add_parser(
-        "validate", help="proxies against every published ground-truth set (../shared/data)"
+        "validate", help="proxies against every published ground-truth set ($HWNAS_GROUND_TRUTH)"
     )
     val.add_argument("--proxy", action="append", help="a proxy (repeatable); default: all")
     val.add_argument("--set", action="append", help="a set (repeatable); default: all")

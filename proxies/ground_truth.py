@@ -1,8 +1,9 @@
-"""The published ground-truth sets (../shared/data), as (spec, trained result) pairs.
+"""The published ground-truth sets, as (spec, trained result) pairs.
 
 Each set says which space kind its architectures are, what the trained target is, and
 whether lower or higher is better, so that every proxy can be checked against every set the
-same way (`proxies.validate`). Pure functions: files in, values out.
+same way (`proxies.validate`). Pure functions: files in, values out. The caller says where
+the data folder is (hwnas.ground_truth finds it: $HWNAS_GROUND_TRUTH, else ../shared/data).
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from archvocab.registry import ArchSpec
 from archvocab.rnncell_spec import RNNCellSpec
 from archvocab.spec import GPT2Spec
 from archvocab.transxl import TransXLSpec
-
-# <repo>/../shared/data, where the workplace keeps the published data read-only.
-DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,7 @@ def load_nasbench(path: Path) -> GroundTruthSet:
     return GroundTruthSet(name, "nasbench_nlp", "test_loss", True, specs, targets)
 
 
-# set name -> (file under DATA_DIR, loader)
+# set name -> (file under the data folder, loader)
 SETS: dict[str, tuple[str, Callable[[Path], GroundTruthSet]]] = {
     "lts/random_GPT2_wt103": ("lts/random_GPT2_wt103.json", load_lts),
     "lts/random_GPT2_lm1b": ("lts/random_GPT2_lm1b.json", load_lts),
@@ -124,8 +122,9 @@ SETS: dict[str, tuple[str, Callable[[Path], GroundTruthSet]]] = {
 }
 
 
-def load_set(name: str, data_dir: Path = DATA_DIR) -> GroundTruthSet:
-    """A published set by name; InvalidSpec listing the names, or naming a missing file."""
+def load_set(name: str, data_dir: Path) -> GroundTruthSet:
+    """A published set by name, from the data folder `data_dir`; InvalidSpec listing the
+    names, or naming a missing file."""
     if name not in SETS:
         raise InvalidSpec("set", f"unknown ground-truth set {name!r}; allowed: {', '.join(SETS)}")
     file, loader = SETS[name]

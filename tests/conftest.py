@@ -1,25 +1,20 @@
 import os
 import re
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
-# factories.py sits next to this file; make it importable as `factories` from any test dir.
-sys.path.insert(0, str(Path(__file__).parent))
+from hwnas.testing import postgres
 
 
 @pytest.fixture(scope="session")
 def postgres_cluster():
-    """One throwaway PostgreSQL cluster for the session (tests/pg.py).
+    """One throwaway PostgreSQL cluster for the session (hwnas.testing.postgres).
 
     Skips where PostgreSQL is unavailable, saying why; fails instead under
     HWNAS_REQUIRE_POSTGRES=1 (CI installs PostgreSQL and sets it).
     """
-    import pg
-
-    cluster = pg.start_or_skip(require=os.environ.get("HWNAS_REQUIRE_POSTGRES") == "1")
+    cluster = postgres.start_or_skip(require=os.environ.get("HWNAS_REQUIRE_POSTGRES") == "1")
     yield cluster
     cluster.stop()
 

@@ -13,9 +13,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from factories import search_request
-from processes import Processes, free_port, start_server
 from test_end_to_end import _wait_finished
+
+from hwnas.testing.ports import free_port
+from hwnas.testing.processes import Processes
+from hwnas.testing.servers import start_server
+from tests.factories import search_request
 
 ROOT = os.environ.get("HWNAS_ARM64_ROOT")
 RUN_AGENT = Path(__file__).resolve().parents[1] / "scripts" / "arm64" / "run-agent.sh"

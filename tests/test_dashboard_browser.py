@@ -9,9 +9,10 @@ import itertools
 import httpx
 import pytest
 from browser import chromium, screenshot, wait_for
-from factories import FAST_MEASUREMENT, TINY_SPACE, search_request
-from processes import start_agent
 from test_end_to_end import _wait_finished, one_agent_service
+
+from hwnas.testing.agents import start_agent
+from tests.factories import FAST_MEASUREMENT, TINY_SPACE, search_request
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from factories import check_frontier_beyond_noise, search_request
-from processes import Processes, free_port, start_agent, start_server
+
+from hwnas.testing.agents import start_agent
+from hwnas.testing.ports import free_port
+from hwnas.testing.processes import Processes
+from hwnas.testing.servers import start_server
+from tests.factories import check_frontier_beyond_noise, search_request
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,9 @@ import sys
 
 import httpx
 import pytest
-from factories import search_request
 from test_end_to_end import one_agent_service
+
+from tests.factories import search_request
 
 pytestmark = pytest.mark.slow
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from factories import TINY_SPACES, search_request
 from test_end_to_end import one_agent_service, run_search
 
 from archvocab.registry import parse_spec
+from tests.factories import TINY_SPACES, search_request
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch", reason="the agent builds models")

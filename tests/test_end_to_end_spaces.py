@@ -11,10 +11,10 @@ import sys
 
 import httpx
 import pytest
-from factories import FAST_MEASUREMENT, TINY_SPACES, search_request
 from test_end_to_end import _check_search, _wait_finished, one_agent_service, run_search
 
 from archvocab.registry import get_kind, kind_names
+from tests.factories import FAST_MEASUREMENT, TINY_SPACES, search_request
 
 pytestmark = pytest.mark.slow
 

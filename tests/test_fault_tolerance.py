@@ -13,7 +13,6 @@ the same architecture), and kill -9.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import sqlite3
@@ -25,8 +24,6 @@ from typing import Any
 
 import httpx
 import pytest
-from factories import FINGERPRINT, search_request, synthetic_measurement
-from processes import Processes, api_client, free_port, start_server
 
 from bench.faults import (
     AGENT_KILL,
@@ -37,6 +34,10 @@ from bench.faults import (
     replay_agent_args,
     replay_request,
 )
+from hwnas.testing.ports import free_port
+from hwnas.testing.processes import Processes
+from hwnas.testing.servers import api_client, start_server
+from tests.factories import FINGERPRINT, search_request, synthetic_measurement
 
 pytestmark = pytest.mark.slow
 
@@ -55,17 +56,7 @@ def procs(tmp_path):
 def start_replay_agent(procs: Processes, name: str, url: str, time_scale: float) -> None:
     """A `bench.replay_agent` process (a real agent whose device is the replayed table),
     tracked by `procs` like its other children (log, kill, stop_all)."""
-    log = (procs.tmp_path / f"{name}.log").open("a")
-    proc = subprocess.Popen(
-        replay_agent_args(url, name, time_scale),
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "HWNAS_AGENT_TOKEN": procs.agent_token or ""},
-    )
-    log.close()
-    procs.procs.append(proc)
-    procs.by_name[name] = proc
+    procs.spawn(name, replay_agent_args(url, name, time_scale), env=procs.agent_env)
 
 
 def wait_until(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
@@ -334,7 +325,7 @@ def check_exactly_once(
     procs: Processes, server: subprocess.Popen, url: str, db: Path, *agents: HttpAgent
 ) -> None:
     a, b, c, d, e, f, g = agents
-    log = EventLog(procs.tmp_path / "server.log")
+    log = EventLog(procs.log_path("server"))
     population = {"initial": 6, "parents": 2, "mutations": 2, "crossovers": 2}
     request = search_request(
         device_class=MANUAL_CLASS, budget={"max_evaluations": 6}, population=population

@@ -1,4 +1,4 @@
-"""The PostgreSQL test fixtures (tests/pg.py, tests/conftest.py) and the claim mechanism.
+"""The PostgreSQL test fixtures (hwnas.testing.postgres, tests/conftest.py) and the claim mechanism.
 
 A real cluster, started once per session: each test gets an empty database of its own, and
 `FOR UPDATE SKIP LOCKED` hands one waiting row to each of several concurrent claimers, which is
@@ -11,9 +11,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import pg
 import pytest
 import sqlalchemy as sa
+
+from hwnas.testing import postgres as pg
 
 CLAIM = sa.text(
     "UPDATE jobs SET state = 'running', owner = :owner WHERE id = ("

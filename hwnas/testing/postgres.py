@@ -5,7 +5,8 @@ of 127.0.0.1, its unix socket in that directory, tuned to be a fast disposable t
 (no fsync, no synchronous commit) with room for a load test's clients (400 connections).
 `Cluster.create_database(name)` returns a SQLAlchemy URL for a fresh database;
 `Cluster.stop()` stops the server and deletes the directory. `start_or_skip()` is `start()`
-for pytest fixtures (tests/conftest.py: `postgres_cluster`, `postgres_url`).
+for pytest fixtures (tests/conftest.py: `postgres_cluster`, `postgres_url`); bench/load.py
+starts one with `start()`.
 
 PostgreSQL refuses to run as root: as root the cluster runs as the `postgres` system user
 (`runuser`), otherwise as the current user. Either way the superuser is named `postgres`
@@ -24,12 +25,13 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from hwnas.testing.ports import free_port
 
 SUPERUSER = "postgres"
 MAX_CONNECTIONS = 400
@@ -129,12 +131,6 @@ def _make_root(user: pwd.struct_passwd | None) -> Path:
     return root
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _clean_env() -> dict[str, str]:
     # PGDATA, PGPORT and friends from the caller's shell must not steer initdb or pg_ctl.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
@@ -160,6 +156,14 @@ class Cluster:
     @property
     def log(self) -> Path:
         return self.root / "server.log"
+
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's process id, for CPU accounting; None when it is not running."""
+        try:
+            return int((self.data / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            return None
 
     def url(self, database: str = "postgres") -> str:
         """SQLAlchemy URL of `database` on this cluster (psycopg 3 driver)."""
@@ -257,7 +261,7 @@ def start() -> Cluster:
     try:
         _initdb(cluster)
         for attempt in range(START_ATTEMPTS):
-            cluster.port = _free_port()  # another process may take it first: then try another
+            cluster.port = free_port()  # another process may take it first: then try another
             started = _pg_ctl_start(cluster, check=attempt == START_ATTEMPTS - 1)
             if started.returncode == 0:
                 break

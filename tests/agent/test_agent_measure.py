@@ -214,8 +214,8 @@ def test_the_main_script_is_imported_once_not_per_candidate(
     # imports scipy made that 0.5 s per candidate. It must run once, in the forkserver.
     imports = tmp_path / "imports.log"
     script = tmp_path / "main_script.py"
-    # A module beside the script, as bench/measurement.py imports bench/agent_loop.py: the
-    # forkserver must find it too (CPython 3.11's does not get the parent's sys.path).
+    # A module beside the script, as a user's measuring script may import one: the forkserver
+    # must find it too (CPython 3.11's does not get the parent's sys.path).
     (tmp_path / "beside_the_script.py").write_text("VALUE = 1\n")
     script.write_text(
         "import json, os, sys\n"

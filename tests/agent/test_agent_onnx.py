@@ -13,7 +13,6 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from factories import TINY_SPACES
 
 from agent import onnx_backend
 from agent.in_process import make_inputs
@@ -24,6 +23,7 @@ from archvocab.build import build_model
 from archvocab.registry import get_kind, kind_names, parse_space, set_output
 from archvocab.spec import GPT2Spec
 from archvocab.wire import MeasurementResult, MeasurementSettings
+from tests.factories import TINY_SPACES
 
 SETTINGS = MeasurementSettings(
     runtime="onnxruntime",

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import TINY_SPACES
 
 from agent.in_process import _QUICK_PROTOCOL, MEMORY_PASS_ENV, MEMORY_RUNS, measure_spec
 from agent.memory import FIXED_HEAP, STEADY_HEAP, keep_heap
@@ -18,8 +16,10 @@ from archvocab.registry import parse_space, parse_spec
 from archvocab.spec import GPT2Spec
 from archvocab.transxl import TransXLSpec
 from archvocab.wire import MeasurementSettings
+from hwnas.ground_truth import ground_truth_dir
+from tests.factories import TINY_SPACES
 
-LTS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lts"
+LTS_DIR = ground_truth_dir() / "lts"
 QUICK = MeasurementSettings(seq_len=16, **_QUICK_PROTOCOL)
 
 
@@ -64,7 +64,7 @@ def test_the_old_order_is_there_for_the_benchmark(
 def _smallest_lts(name: str, parse: Any) -> Any:
     path = LTS_DIR / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"shared LTS log {path} not found (expected in ../shared/data/lts)")
+        pytest.skip(f"shared LTS log {path} not found ($HWNAS_GROUND_TRUTH/lts)")
     specs = [parse(m["config"]) for m in json.loads(path.read_text())["models"]]
     return min(specs, key=lambda s: s.total_params())
 

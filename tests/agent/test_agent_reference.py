@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from factories import agent_registration, synthetic_measurement
 
 from agent.client import AgentClient
 from agent.lease import Backoff
@@ -23,6 +22,7 @@ from archvocab.wire import (
     MeasurementSettings,
     ReferenceJob,
 )
+from tests.factories import agent_registration, synthetic_measurement
 
 REFERENCE_SPEC: dict[str, Any] = {
     "n_layer": 1,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,13 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from factories import agent_registration
 
 from agent.child import FAULT_ENV
 from agent.client import AgentClient
 from agent.lease import Backoff
 from agent.worker import Worker
 from archvocab.wire import MeasurementResult
+from hwnas.testing.ports import free_port
+from tests.factories import agent_registration
 
 REGISTRATION = agent_registration("worker-test")
 
@@ -165,12 +165,6 @@ def test_abort_kills_the_current_job(
 
 
 # -- outages ----------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_gives_up_when_the_server_stays_unreachable() -> None:
     with httpx.Client(base_url=f"http://127.0.0.1:{free_port()}", timeout=2) as http:
         worker = make_worker(http, exit_when_idle=0.3)

@@ -10,7 +10,6 @@ import itertools
 import json
 import random
 from dataclasses import replace
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -20,8 +19,9 @@ from archvocab.errors import InvalidSpec
 from archvocab.flexibert import EncoderLayer, FlexiBERTSpec, operation_params, parameter_count
 from archvocab.flexibert_space import DEFAULT_OPERATIONS, FlexiBERTSpace
 from archvocab.registry import ArchSpec, get_kind, parse_space, parse_spec
+from hwnas.ground_truth import ground_truth_dir
 
-TFNAS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tfnas"
+TFNAS_DIR = ground_truth_dir() / "tfnas"
 PAPER_SIZE = 10_621_440  # "Training-free NAS for RNNs and Transformers", Table 1
 
 SPACES = {

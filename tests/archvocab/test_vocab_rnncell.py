@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,14 +16,9 @@ from archvocab.registry import get_kind, parse_spec
 from archvocab.rnncell import RNNCellSpace, RNNCellSpec
 from archvocab.rnncell_build import build_model, example_inputs, primer_spec
 from archvocab.rnncell_graph import MAX_LINEAR_INPUTS, MAX_NODES, OPS, CellGraph, parse_recepie
+from hwnas.ground_truth import ground_truth_dir
 
-LOGS = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "data"
-    / "nasbench-nlp"
-    / "wikitext2_logs.json"
-)
+LOGS = ground_truth_dir() / "nasbench-nlp" / "wikitext2_logs.json"
 SPACE = RNNCellSpace()
 ELMAN = {
     "f": {"op": "linear", "input": ["x", "h_prev_0"]},

@@ -16,8 +16,9 @@ import pytest
 from archvocab.errors import InvalidSpec
 from archvocab.space import GPT2Space
 from archvocab.spec import DEFAULT_CUTOFFS, GPT2Spec, parse_spec
+from hwnas.ground_truth import ground_truth_dir
 
-LTS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lts"
+LTS_DIR = ground_truth_dir() / "lts"
 GPT2_LOGS = sorted(LTS_DIR.glob("random_GPT2_*.json"))
 
 BASE: dict[str, Any] = {

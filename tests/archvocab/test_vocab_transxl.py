@@ -16,7 +16,6 @@ import hashlib
 import json
 import random
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,8 +31,9 @@ from archvocab.transxl import (
     feed_forward_params,
 )
 from archvocab.transxl_space import TransXLSpace
+from hwnas.ground_truth import ground_truth_dir
 
-LTS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lts"
+LTS_DIR = ground_truth_dir() / "lts"
 LTS_SETS = ("random_TransXL_wt103", "random_TransXL_lm1b", "random_TransXL_wt103_homogeneous")
 
 BASE: dict[str, Any] = {
@@ -91,7 +91,7 @@ def random_spec(rng: random.Random, max_vocab: int = 60000, max_width: int = 96)
 def load_lts(name: str) -> list[dict[str, Any]]:
     path = LTS_DIR / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"shared LTS log {path} not found (expected in ../shared/data/lts)")
+        pytest.skip(f"shared LTS log {path} not found ($HWNAS_GROUND_TRUTH/lts)")
     models: list[dict[str, Any]] = json.loads(path.read_text())["models"]
     return models
 

@@ -1,7 +1,7 @@
-"""bench/load.py: its checks catch what they are for (fabricated answers and logs), and a
-small real run (50 agents against a real server on SQLite, and on PostgreSQL with 1 and 4
-server processes) has no failed request, a clean server log and every result counted
-exactly once, with latencies reported. No timing is asserted."""
+"""bench/load.py: its checks (bench/load_checks.py) catch what they are for (fabricated
+answers and logs), and a small real run (50 agents against a real server on SQLite, and on
+PostgreSQL with 1 and 4 server processes) has no failed request, a clean server log and
+every result counted exactly once, with latencies reported. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from bench import load
+from bench.load_agents import Load
+from bench.load_checks import Seen, latency_stats, scan_log, verify
 
-SMALL = load.Load(
-    agents=50, duration_s=8, searches=2, budget=400, think_s=0.5, idle_s=0.5, timeout_s=30
-)
+SMALL = Load(agents=50, duration_s=8, searches=2, budget=400, think_s=0.5, idle_s=0.5, timeout_s=30)
 SCENARIOS = [("sqlite", 1), ("postgresql", 1), ("postgresql", 4)]
 
 
@@ -39,15 +39,15 @@ def measured(arch: str, agent: str, measurement_id: int) -> dict:
     return {"arch_id": arch, "status": "measured", "reused": False, "measurement": m}
 
 
-def accepted(*rows: tuple[str, str]) -> load.Seen:
-    return load.Seen(accepted=[(1, arch, i, agent, False) for i, (arch, agent) in enumerate(rows)])
+def accepted(*rows: tuple[str, str]) -> Seen:
+    return Seen(accepted=[(1, arch, i, agent, False) for i, (arch, agent) in enumerate(rows)])
 
 
 def test_verify_accepts_a_consistent_run() -> None:
     candidates = [measured("a", "x", 1), measured("b", "y", 2)]
     queued = {"arch_id": "c", "status": "queued", "reused": False, "measurement": None}
     with api([*candidates, queued], {"x": 1, "y": 1}) as http:
-        checks = load.verify(http, [1], accepted(("a", "x"), ("b", "y")))
+        checks = verify(http, [1], accepted(("a", "x"), ("b", "y")))
     assert checks["ok"], checks
     assert checks["accepted"] == checks["measured"] == checks["jobs_done"] == 2
 
@@ -78,10 +78,10 @@ def test_verify_accepts_a_consistent_run() -> None:
     ],
 )
 def test_verify_catches(
-    candidates: list[dict], jobs_done: dict[str, int], seen: load.Seen, violated: str
+    candidates: list[dict], jobs_done: dict[str, int], seen: Seen, violated: str
 ) -> None:
     with api(candidates, jobs_done) as http:
-        checks = load.verify(http, [1], seen)
+        checks = verify(http, [1], seen)
     assert checks[violated] > 0
     assert not checks["ok"]
 
@@ -89,7 +89,7 @@ def test_verify_catches(
 def test_a_job_left_running_is_a_violation() -> None:
     running = {"arch_id": "a", "status": "running", "reused": False, "measurement": None}
     with api([running], {"x": 0}) as http:
-        checks = load.verify(http, [1], load.Seen())
+        checks = verify(http, [1], Seen())
     assert checks["left_running"] == 1 and not checks["ok"]
 
 
@@ -115,7 +115,7 @@ def test_scan_log_finds_locks_deadlocks_5xx_and_tracebacks(tmp_path: Path) -> No
     lines = [json.dumps(e) for e in entries]
     lines.append("psycopg.errors.DeadlockDetected: deadlock detected")
     log.write_text("\n".join(lines) + "\n")
-    found = load.scan_log(log)
+    found = scan_log(log)
     assert found["patterns"]["database is locked"] == 1
     assert found["patterns"]["OperationalError"] == 1
     assert found["patterns"]["deadlock"] == 1
@@ -127,7 +127,7 @@ def test_scan_log_finds_locks_deadlocks_5xx_and_tracebacks(tmp_path: Path) -> No
 
 
 def test_percentiles_interpolate_between_ranks() -> None:
-    stats = load.latency_stats([float(v) for v in range(1, 101)])
+    stats = latency_stats([float(v) for v in range(1, 101)])
     assert stats["n"] == 100 and stats["max"] == 100
     assert stats["p50"] == 50.5 and stats["p99"] == pytest.approx(99.01)
 

@@ -20,9 +20,9 @@ from archvocab.registry import parse_spec
 from archvocab.space import GPT2Space
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings, ProxyRequest
 from bench import agent_scaling as scaling
-from bench.agent_loop import _free_port
 from bench.replay import DeviceReplay
 from bench.replay_agent import ReplayDevice
+from hwnas.testing.servers import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,14 +109,14 @@ def test_scaling_summary_counts_unreached_runs_as_slowest() -> None:
 @pytest.mark.slow
 def test_two_replay_agents_run_a_search_through_a_real_server(replay: DeviceReplay) -> None:
     budget = 12
-    with tempfile.TemporaryDirectory(prefix="hwnas-replay-agent-") as tmp:
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        server = scaling.start_server(Path(tmp) / "t.db", port, Path(tmp) / "server.log")
+    with (
+        tempfile.TemporaryDirectory(prefix="hwnas-replay-agent-") as tmp,
+        serve(Path(tmp), Path(tmp) / "t.db", "--no-auth") as server,
+    ):
         agents: list[subprocess.Popen] = []
         try:
-            agents = scaling.start_agents(url, 2, 0.01, scaling.DEFAULT_TABLE, Path(tmp))
-            with httpx.Client(base_url=url, timeout=60) as http:
+            agents = scaling.start_agents(server.url, 2, 0.01, scaling.DEFAULT_TABLE, Path(tmp))
+            with httpx.Client(base_url=server.url, timeout=60) as http:
                 scaling.wait_for_agents(http, 2, agents)
                 request = {
                     "strategy": "hwnas",
@@ -134,7 +134,6 @@ def test_two_replay_agents_run_a_search_through_a_real_server(replay: DeviceRepl
                 listed = http.get("/api/v1/agents").json()
         finally:
             scaling.stop_processes(agents)
-            scaling.stop_processes([server])
     assert info["progress"]["measured"] == budget == len(rows)
     assert all(r["status"] == "measured" for r in rows)
     for row in rows:

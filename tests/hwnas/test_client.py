@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from factories import play_agent, register, search_request
 from fastapi.testclient import TestClient
 
 from archvocab.wire import SearchCreate
 from hwnas.client import ApiError, Client
 from server.app.factory import create_app
 from server.settings import Settings
+from tests.factories import play_agent, register, search_request
 
 
 @pytest.fixture

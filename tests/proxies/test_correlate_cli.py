@@ -15,8 +15,9 @@ from scipy import stats
 from archvocab.errors import InvalidSpec
 from archvocab.spec import GPT2Spec
 from hwnas.cli import main
+from hwnas.ground_truth import ground_truth_dir
+from hwnas.proxies_cli import HEADERS, plain_table, render, table_rows
 from proxies import PROXIES
-from proxies.cli import HEADERS, plain_table, render, table_rows
 from proxies.correlate import (
     Correlation,
     LoggedModel,
@@ -28,14 +29,14 @@ from proxies.correlate import (
 from proxies.params import decoder_params
 
 REPO = Path(__file__).resolve().parents[2]
-LTS_DIR = REPO.parent / "shared" / "data" / "lts"
+LTS_DIR = ground_truth_dir() / "lts"
 GPT2_SETS = ("random_GPT2_wt103", "random_GPT2_lm1b")
 
 
 def lts_file(name: str) -> Path:
     path = LTS_DIR / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"shared LTS log {path} not found (expected in ../shared/data/lts)")
+        pytest.skip(f"shared LTS log {path} not found ($HWNAS_GROUND_TRUTH/lts)")
     return path
 
 

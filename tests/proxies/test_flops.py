@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from factories import TINY_SPACES
 
 from archvocab.registry import get_kind, parse_space
 from proxies.flops import REFERENCE_TOKENS, flops
 from proxies.registry import get_proxy
+from tests.factories import TINY_SPACES
 
 torch = pytest.importorskip("torch", reason="the check runs the built model")
 from torch.nn import functional as F  # noqa: E402

@@ -209,11 +209,12 @@ def test_snip_ranks_the_smallest_published_transformer_xls() -> None:
     """The 10 smallest models of LTS's random Transformer-XL set on WikiText-103, built at
     their real 267k-token vocabulary (about 0.3 s each): snip (decoder only) must rank them
     against valid_ppl about as LTS reports (figure 5: SRC well above 0.8). Measured: 1.0."""
+    from hwnas.ground_truth import ground_truth_dir
     from proxies.correlate import spearman
     from proxies.ground_truth import load_set
 
     try:
-        truth = load_set("lts/random_TransXL_wt103")
+        truth = load_set("lts/random_TransXL_wt103", ground_truth_dir())
     except InvalidSpec as exc:  # the shared data is not on every machine
         pytest.skip(str(exc))
     smallest = sorted(zip(truth.specs, truth.targets), key=lambda p: p[0].total_params())[:10]

@@ -20,13 +20,13 @@ n_layer x (d^2 - 2d) - 2d. The tests pin that layout down instead of loosening a
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from scipy import stats
 
 from archvocab.spec import GPT2Spec
+from hwnas.ground_truth import ground_truth_dir
 from proxies.params import (
     attention_params,
     decoder_params,
@@ -35,13 +35,13 @@ from proxies.params import (
     total_params,
 )
 
-LTS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lts"
+LTS_DIR = ground_truth_dir() / "lts"
 
 
 def load(name: str) -> list[tuple[GPT2Spec, dict[str, Any], float]]:
     path = LTS_DIR / f"{name}.json"
     if not path.is_file():
-        pytest.skip(f"shared LTS log {path} not found (expected in ../shared/data/lts)")
+        pytest.skip(f"shared LTS log {path} not found ($HWNAS_GROUND_TRUTH/lts)")
     models = json.loads(path.read_text())["models"]
     return [
         (GPT2Spec.from_lts_config(m["config"]), m["params"], m["perplexity"]["valid_ppl"])

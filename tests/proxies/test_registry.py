@@ -8,13 +8,13 @@ import math
 import random
 
 import pytest
-from factories import TINY_SPACES
 
 from archvocab.errors import InvalidSpec
 from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import kind_names, parse_space
 from proxies.inputs import ProxyInputs
 from proxies.registry import PROXIES, TFNAS_MODULES, get_proxy
+from tests.factories import TINY_SPACES
 
 torch = pytest.importorskip("torch", reason="low-cost proxies run the model")
 

@@ -12,7 +12,7 @@ import pytest
 from archvocab.errors import InvalidSpec
 from archvocab.rnncell import RNNCellSpace, RNNCellSpec
 from archvocab.spec import GPT2Spec
-from proxies.ground_truth import DATA_DIR
+from hwnas.ground_truth import ground_truth_dir
 
 torch = pytest.importorskip("torch", reason="the metrics run the model")
 from proxies import tfnas_rnn, tfnas_rnn_forward  # noqa: E402
@@ -27,6 +27,7 @@ from proxies.tfnas_rnn_math import (  # noqa: E402
     log_det,
 )
 
+DATA_DIR = ground_truth_dir()
 VALID_TEXT = DATA_DIR / "nasbench-nlp" / "wikitext-2" / "valid.txt"
 needs_data = pytest.mark.skipif(
     not VALID_TEXT.is_file(), reason=f"shared ground-truth data not found at {DATA_DIR}"
@@ -221,7 +222,7 @@ def test_layer1_hidden_covariance_ranks_wikitext2_models_like_their_test_loss() 
 
     from proxies.ground_truth import load_set
 
-    gt = load_set("nasbench-nlp/wikitext2")
+    gt = load_set("nasbench-nlp/wikitext2", DATA_DIR)
     inputs = dataclasses.replace(PAPER_INPUTS, source=str(VALID_TEXT), batch_size=25, seq_len=35)
     pairs = list(zip(gt.specs, gt.targets))[::11]
     scores = [score_spec("hidden_covariance_l1", spec, inputs) for spec, _ in pairs]
@@ -246,10 +247,10 @@ def test_normalized_variants_divide_by_their_number_of_terms() -> None:
 def test_the_authors_csv_is_matched_to_the_wikitext2_runs_by_recepie_id() -> None:
     import json
 
+    from bench.proxies_tfnas_rnn import LOGS_FILE, authors_values
     from proxies.ground_truth import best_test_loss
-    from proxies.tfnas_rnn_bench import LOGS_FILE, authors_values
 
-    authors = authors_values()
+    authors = authors_values(DATA_DIR)
     assert len(authors) == 8794  # one recepie id per trained model (reruns get their own)
     logs = json.loads((DATA_DIR / LOGS_FILE).read_text())
     finished = [e["recepie_id"] for e in logs if best_test_loss(e) is not None]

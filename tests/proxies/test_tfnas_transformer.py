@@ -13,7 +13,7 @@ from archvocab.errors import InvalidSpec
 from archvocab.flexibert import EncoderLayer, FlexiBERTSpec
 from archvocab.spec import GPT2Spec
 from archvocab.transxl import TransXLSpec
-from proxies.ground_truth import DATA_DIR
+from hwnas.ground_truth import ground_truth_dir
 
 torch = pytest.importorskip("torch", reason="the proxies run the model")
 from proxies.inputs import ProxyInputs  # noqa: E402
@@ -22,6 +22,7 @@ from proxies.tfnas_transformer import DEFINED, score_spec  # noqa: E402
 from proxies.tfnas_transformer_attention import head_terms  # noqa: E402
 from proxies.tfnas_transformer_probe import make_probe  # noqa: E402
 
+DATA_DIR = ground_truth_dir()
 INPUTS = ProxyInputs(batch_size=3, seq_len=12, seed=1)
 SUMMED = sorted(n.removesuffix("_normalized") for n in DEFINED if n.endswith("_normalized"))
 needs_data = pytest.mark.skipif(
@@ -173,14 +174,14 @@ def test_attention_confidence_ranks_like_the_authors_csv() -> None:
     layers hold attention heads, ours none)."""
     from scipy.stats import spearmanr
 
+    from bench.proxies_tfnas_transformer import authors_columns, authors_sizes
     from proxies.ground_truth import load_set
-    from proxies.tfnas_transformer_bench import authors_columns, authors_sizes
 
-    specs = load_set("tfnas/BERT_benchmark").specs[:40]
+    specs = load_set("tfnas/BERT_benchmark", DATA_DIR).specs[:40]
     inputs = ProxyInputs(batch_size=2, seq_len=16, seed=0)
     ours = [
         score_spec("attention_confidence", replace(authors_sizes(s), vocab_size=512), inputs)  # type: ignore[arg-type]
         for s in specs
     ]
-    theirs = authors_columns()["Head Confidence"][:40]
+    theirs = authors_columns(DATA_DIR)["Head Confidence"][:40]
     assert spearmanr(ours, theirs)[0] > 0.35

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -11,13 +12,21 @@ from pathlib import Path
 import pytest
 
 from archvocab.errors import InvalidSpec
+from hwnas.ground_truth import GROUND_TRUTH_ENV, ground_truth_dir
 from proxies.agreement import top_k_common
-from proxies.ground_truth import DATA_DIR, SETS, load_set
+from proxies.ground_truth import SETS, GroundTruthSet
+from proxies.ground_truth import load_set as load_from
 from proxies.validate import validate
 
+DATA_DIR = ground_truth_dir()
 needs_data = pytest.mark.skipif(
     not DATA_DIR.is_dir(), reason=f"shared ground-truth data not found at {DATA_DIR}"
 )
+
+
+def load_set(name: str) -> GroundTruthSet:
+    """A published set from the data folder the setting names."""
+    return load_from(name, DATA_DIR)
 
 
 def test_top_k_common_counts_the_shared_best() -> None:
@@ -79,7 +88,7 @@ def test_unknown_and_missing_sets_are_named(tmp_path: Path) -> None:
         load_set("nope")
     assert "allowed: lts/random_GPT2_wt103" in info.value.message
     with pytest.raises(InvalidSpec) as info:
-        load_set("tfnas/BERT_benchmark", data_dir=tmp_path)
+        load_from("tfnas/BERT_benchmark", data_dir=tmp_path)
     assert str(tmp_path) in info.value.message
 
 
@@ -112,6 +121,21 @@ def test_the_command_prints_json_for_every_proxy_and_set() -> None:
     assert bad.returncode == 2 and "allowed: decoder_params, total_params" in bad.stderr
 
 
+def test_missing_data_names_the_setting(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    env = {**os.environ, GROUND_TRUTH_ENV: str(missing)}
+    for command in (["validate"], ["correlate"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "hwnas", "proxies", *command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert done.returncode == 2, done.stderr
+        assert GROUND_TRUTH_ENV in done.stderr and str(missing) in done.stderr
+
+
 def test_low_cost_proxies_are_registered_by_cost_and_kind() -> None:
     from proxies.registry import LOW_COST_PROXIES, PROXIES
 
@@ -138,9 +162,9 @@ def test_a_proxy_is_refused_on_a_set_of_a_kind_it_does_not_apply_to() -> None:
 
 @needs_data
 def test_the_benchmark_script_agrees_with_validate() -> None:
-    """bench/proxies.py runs as a file (its name must not shadow the package) and reports
-    what `validate` computes, on an evenly thinned set."""
-    script = Path(__file__).resolve().parents[2] / "bench" / "proxies.py"
+    """bench/proxies_over_seeds.py runs as a file and reports what `validate` computes, on an
+    evenly thinned set."""
+    script = Path(__file__).resolve().parents[2] / "bench" / "proxies_over_seeds.py"
     done = subprocess.run(
         [sys.executable, str(script), "--set", "lts/random_GPT2_wt103", "--limit", "20"]
         + ["--seeds", "2", "--proxy", "decoder_params", "--json"],

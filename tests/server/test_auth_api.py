@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from factories import FINGERPRINT, search_request, synthetic_measurement
 from sqlalchemy import select
 
 from server.services import auth
 from server.store.rows import AgentRow, TokenRow
+from tests.factories import FINGERPRINT, search_request, synthetic_measurement
 
 
 @pytest.fixture

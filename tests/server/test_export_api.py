@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import TINY_SPACES, play_agent, register, search_request
 from fastapi.testclient import TestClient
 
 from archvocab.registry import parse_spec
@@ -17,6 +16,7 @@ from server.app.factory import create_app
 from server.services import export
 from server.settings import Settings
 from server.store.rows import ArchitectureRow
+from tests.factories import TINY_SPACES, play_agent, register, search_request
 
 EXPORT = "/api/v1/architectures/{}/export"
 

@@ -8,7 +8,8 @@ import json
 
 import pytest
 import schemathesis
-from factories import FINGERPRINT, play_agent, register, search_request, synthetic_measurement
+
+from tests.factories import FINGERPRINT, play_agent, register, search_request, synthetic_measurement
 
 JSON = {"content-type": "application/json"}
 DEEP = 100_000

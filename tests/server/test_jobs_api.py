@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from factories import FINGERPRINT, play_agent, register, search_request, synthetic_measurement
+from tests.factories import FINGERPRINT, play_agent, register, search_request, synthetic_measurement
 
 
 def _claim(client, agent):

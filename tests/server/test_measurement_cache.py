@@ -6,11 +6,11 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from factories import FINGERPRINT, play_agent, register, search_request
 
 from server.app.factory import create_app
 from server.settings import Settings
 from server.store.schema import SchemaMismatch
+from tests.factories import FINGERPRINT, play_agent, register, search_request
 
 
 def _run_search(client, agent, **overrides):

@@ -6,7 +6,6 @@ from __future__ import annotations
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from factories import play_agent, register, search_request
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, inspect, text
 
@@ -14,6 +13,7 @@ from server.app.factory import create_app
 from server.settings import Settings
 from server.store.rows import Base
 from server.store.schema import alembic_config, current_revision, head_revision, migrate
+from tests.factories import play_agent, register, search_request
 
 
 def test_the_migrations_build_exactly_the_models(database_url):

@@ -6,15 +6,14 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from factories import (
+from search.noise import PRIOR_DOF, fit, prior
+from tests.factories import (
     FINGERPRINT,
     check_frontier_beyond_noise,
     register,
     search_request,
     synthetic_measurement,
 )
-
-from search.noise import PRIOR_DOF, fit, prior
 
 READINGS = [10.0, 10.4, 9.7, 10.1, 9.9, 10.6, 9.8, 10.2]  # the reference's latency, ms
 # A quiet device: the reference moves by about 1% over 24 readings.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from factories import play_agent, register, search_request
+from tests.factories import play_agent, register, search_request
 
 
 def _finished(client, **overrides):

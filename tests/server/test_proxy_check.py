@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from factories import play_agent, register, search_request, synthetic_measurement
 from scipy import stats
 
 from archvocab.proxy_catalog import PROXY_CATALOG
+from tests.factories import play_agent, register, search_request, synthetic_measurement
 
 
 def _measured_archs(client, **overrides) -> list[dict]:

@@ -3,7 +3,7 @@ it does not apply, asked of the agents with each job, and taken from their resul
 
 from __future__ import annotations
 
-from factories import register, search_request, synthetic_measurement
+from tests.factories import register, search_request, synthetic_measurement
 
 LOW_COST = ["snip", "latency_ms", "memory_mb"]
 

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 import httpx
 import pytest
 import uvicorn
-from factories import FINGERPRINT, search_request
 from fastapi.testclient import TestClient
 
 from hwnas.cli import build_parser
@@ -22,6 +21,7 @@ from server.app.factory import create_app
 from server.app.middleware.body_limit import LimitRequestBody
 from server.cli import serve as server_cli
 from server.settings import Settings
+from tests.factories import FINGERPRINT, search_request
 
 LIMIT = 4096
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from factories import play_agent, register, search_request
 from fastapi.testclient import TestClient
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -26,6 +25,7 @@ from schemathesis.specs.openapi.checks import (
 
 from server.app.factory import create_app
 from server.settings import Settings
+from tests.factories import play_agent, register, search_request
 
 # What every request carries: the one place to add `Authorization: Bearer <token>` once
 # the routes need it.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from factories import dominates, minimised, play_agent, register, search_request
+from tests.factories import dominates, minimised, play_agent, register, search_request
 
 
 def test_create_returns_201_and_the_first_generation_is_queued(client):

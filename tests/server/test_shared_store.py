@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 
-from factories import FINGERPRINT, search_request, synthetic_measurement
+from tests.factories import FINGERPRINT, search_request, synthetic_measurement
 
 
 def _run(servers, request) -> tuple[list[str], list[str], dict]:

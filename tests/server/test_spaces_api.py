@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from factories import TINY_SPACE
 
 from archvocab.registry import kind_names, parse_space
+from tests.factories import TINY_SPACE
 
 
 def test_every_registered_kind_is_listed_with_its_defaults(client):

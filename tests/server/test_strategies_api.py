@@ -4,9 +4,9 @@ hwnas strategy's surrogate error; one measurement slot per live agent; restart s
 from __future__ import annotations
 
 import pytest
-from factories import play_agent, register, search_request, synthetic_measurement
 
 from search.hypervolume import Normaliser, hypervolume
+from tests.factories import play_agent, register, search_request, synthetic_measurement
 
 SMALL_SPACE = {
     "kind": "gpt2",

@@ -1,9 +1,10 @@
 """Check the recurrent-cell proxies against NAS-Bench-NLP's WikiText-2 runs and against the
-authors' own values (RNN_results.csv, Penn Treebank runs of the same cells).
+authors' own values (RNN_results.csv, Penn Treebank runs of the same cells). The data come
+from the folder hwnas.ground_truth finds ($HWNAS_GROUND_TRUTH, else ../shared/data).
 
-    .venv/bin/python -m proxies.tfnas_rnn_bench                      # hidden covariance
-    .venv/bin/python -m proxies.tfnas_rnn_bench --all --stride 4     # + the generic metrics
-    .venv/bin/python -m proxies.tfnas_rnn_bench --random             # random tokens, not text
+    .venv/bin/python -m bench.proxies_tfnas_rnn                      # hidden covariance
+    .venv/bin/python -m bench.proxies_tfnas_rnn --all --stride 4     # + the generic metrics
+    .venv/bin/python -m bench.proxies_tfnas_rnn --random             # random tokens, not text
 
 The CSV's log names carry NAS-Bench-NLP's `recepie_id` (log_stats_model_<id>_...), which the
 WikiText-2 logs hold too: on the architectures both have, our values are compared with the
@@ -21,8 +22,9 @@ import math
 import time
 from pathlib import Path
 
+from hwnas.ground_truth import require_ground_truth
 from proxies.agreement import agreement
-from proxies.ground_truth import DATA_DIR, best_test_loss, load_set
+from proxies.ground_truth import best_test_loss, load_set
 from proxies.inputs import RANDOM
 from proxies.tfnas_rnn import DEFINED, PAPER_INPUTS, score_spec
 
@@ -47,7 +49,7 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def authors_values(data_dir: Path = DATA_DIR) -> dict[int, dict[str, float | None]]:
+def authors_values(data_dir: Path) -> dict[int, dict[str, float | None]]:
     """recepie_id -> the authors' value per proxy name, one row per id."""
     out: dict[int, dict[str, float | None]] = {}
     with (data_dir / CSV_FILE).open(encoding="utf-8-sig", newline="") as handle:
@@ -61,7 +63,7 @@ def _tau(xs: list[float], ys: list[float]) -> float | None:
     return agreement(xs, ys, 0.1, True).kendall if len(xs) >= 3 else None
 
 
-def run(names: list[str], stride: int, text: bool = True, data_dir: Path = DATA_DIR) -> list[dict]:
+def run(names: list[str], stride: int, data_dir: Path, text: bool = True) -> list[dict]:
     """One row per proxy: tau and rho vs test loss, tau vs the authors' values and theirs vs
     the loss on the shared architectures, median ms; generic metrics on every stride-th run."""
     logs = [e for e in json.loads((data_dir / LOGS_FILE).read_text()) if best_test_loss(e)]
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)  # one small model at a time: more threads only contend
     names = list(COLUMN) if args.all else HIDDEN
     assert set(names) <= set(DEFINED)
-    print(table(run(names, max(1, args.stride), text=not args.random)))
+    print(table(run(names, max(1, args.stride), require_ground_truth(), text=not args.random)))
     return 0
 
 

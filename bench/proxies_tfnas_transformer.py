@@ -1,10 +1,11 @@
 """Check the Transformer proxies against the paper's FlexiBERT benchmark: rank agreement
 with GLUE and with the authors' own metric values (BERT_results_activation.csv).
 
-    .venv/bin/python -m proxies.tfnas_transformer_bench
+    .venv/bin/python -m bench.proxies_tfnas_transformer
 
 prints one table for the benchmark's real sizes and one for the authors' convention (every
-architecture built at hidden 256, feed-forward 1024, as their metric models were).
+architecture built at hidden 256, feed-forward 1024, as their metric models were). The data
+come from the folder hwnas.ground_truth finds ($HWNAS_GROUND_TRUTH, else ../shared/data).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from archvocab.flexibert import FlexiBERTSpec
-from proxies.ground_truth import DATA_DIR, load_set
+from hwnas.ground_truth import require_ground_truth
+from proxies.ground_truth import load_set
 from proxies.inputs import ProxyInputs
 from proxies.tfnas_transformer import DEFAULT_INPUTS, DEFINED, score_spec
 
@@ -47,7 +49,7 @@ def authors_sizes(spec: FlexiBERTSpec) -> FlexiBERTSpec:
     return dataclasses.replace(spec, hidden_size=AUTHORS_HIDDEN, layers=layers)
 
 
-def authors_columns(data_dir: Path = DATA_DIR) -> dict[str, list[float]]:
+def authors_columns(data_dir: Path) -> dict[str, list[float]]:
     """The CSV's columns, rows in architecture-ID order (the benchmark's order)."""
     with open(data_dir / CSV_FILE, newline="") as handle:
         rows = sorted(csv.DictReader(handle), key=lambda row: int(row["ID"]))
@@ -67,24 +69,35 @@ def score_all(
     return values, 1000 * (time.perf_counter() - start) / max(len(specs), 1)
 
 
-def table(inputs: ProxyInputs = DEFAULT_INPUTS, authors: bool = False, limit: int = 500) -> str:
+def table(
+    data_dir: Path,
+    inputs: ProxyInputs = DEFAULT_INPUTS,
+    authors: bool = False,
+    limit: int = 500,
+) -> str:
     """Score the first `limit` benchmark architectures and `summarize` them."""
-    data = load_set("tfnas/BERT_benchmark")
+    data = load_set("tfnas/BERT_benchmark", data_dir)
     specs = [s for s in data.specs[:limit] if isinstance(s, FlexiBERTSpec)]
     values, ms = score_all(specs, list(DEFINED), inputs, authors)
     sizes = [authors_sizes(s) if authors else s for s in specs]
     values["params (spec)"] = [float(s.total_params()) for s in sizes]
     title = f"{'authors 256/1024' if authors else 'real sizes'}, inputs {inputs.key}"
-    return summarize(title, values, data.targets[: len(specs)], ms)
+    return summarize(title, values, data.targets[: len(specs)], ms, authors_columns(data_dir))
 
 
-def summarize(title: str, values: dict[str, list[float]], glue: list[float], ms: float) -> str:
+def summarize(
+    title: str,
+    values: dict[str, list[float]],
+    glue: list[float],
+    ms: float,
+    authors: dict[str, list[float]],
+) -> str:
     """Kendall tau and Spearman rho of each proxy's values (the first len(glue)
-    architectures) with GLUE and with the authors' column for it."""
+    architectures) with GLUE and with the authors' column for it (`authors_columns`)."""
     from scipy.stats import kendalltau, spearmanr
 
     n = len(glue)
-    columns = {k: v[:n] for k, v in authors_columns().items()}
+    columns = {k: v[:n] for k, v in authors.items()}
     lines = [
         f"{title}: {n} archs, {ms:.0f} ms/arch (all proxies)",
         f"{'proxy':34s} {'tau GLUE':>9s} {'rho GLUE':>9s} {'rho CSV':>8s} {'CSV tau GLUE':>13s}",
@@ -102,8 +115,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)  # one small model at a time: more threads only contend
+    data_dir = require_ground_truth()
     for authors in (False, True):
-        print(table(authors=authors), flush=True)
+        print(table(data_dir, authors=authors), flush=True)
 
 
 if __name__ == "__main__":

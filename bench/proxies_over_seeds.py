@@ -6,8 +6,8 @@ come from the seed) and reports the median Spearman, Kendall and top-k common ra
 their range, and the median compute time per architecture. Zero-cost proxies do not depend
 on a seed and run once.
 
-    .venv/bin/python bench/proxies.py --set lts/random_TransXL_wt103 --limit 60 --seeds 3 \\
-        --proxy decoder_params --proxy snip --proxy grad_norm
+    .venv/bin/python bench/proxies_over_seeds.py --set lts/random_TransXL_wt103 --limit 60 \\
+        --seeds 3 --proxy decoder_params --proxy snip --proxy grad_norm
 
 `--limit N` takes every k-th model so that N remain (spread over the whole set, not its
 start): the low-cost proxies build every model, which on a 2-core machine takes about a
@@ -21,18 +21,13 @@ import json
 import statistics
 import sys
 from dataclasses import replace
-from pathlib import Path
 
-# This script is named like the `proxies` package it benchmarks: run as a file, its own folder
-# comes first on the import path and would shadow the package.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-
-from proxies.ground_truth import SETS, GroundTruthSet, load_set  # noqa: E402
-from proxies.inputs import RANDOM, ProxyInputs  # noqa: E402
-from proxies.registry import PROXIES, get_proxy  # noqa: E402
-from proxies.validate import Validation, validate_many  # noqa: E402
-from proxies.validate_cli import one_thread_for_torch  # noqa: E402
+from hwnas.ground_truth import require_ground_truth
+from hwnas.proxies_cli import one_thread_for_torch
+from proxies.ground_truth import SETS, GroundTruthSet, load_set
+from proxies.inputs import RANDOM, ProxyInputs
+from proxies.registry import PROXIES, get_proxy
+from proxies.validate import Validation, validate_many
 
 
 def thinned(data: GroundTruthSet, limit: int | None) -> GroundTruthSet:
@@ -72,8 +67,9 @@ def run(args: argparse.Namespace) -> list[dict]:
     if any(p.cost != "zero" for p in proxies):
         one_thread_for_torch()
     rows = []
+    data_dir = require_ground_truth()
     for set_name in args.set or list(SETS):
-        data = thinned(load_set(set_name), args.limit)
+        data = thinned(load_set(set_name, data_dir), args.limit)
         fitting = [p for p in proxies if p.kinds is None or data.kind in p.kinds]
         runs: dict[str, list[Validation]] = {p.name: [] for p in fitting}
         for seed in range(args.seeds):
