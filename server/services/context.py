@@ -9,7 +9,7 @@ routes hand it to the service functions that need a cache; the others take the s
 from __future__ import annotations
 
 from server.services.engines import EngineCache
-from server.services.results import ResultTables
+from server.services.result_tables import ResultTables
 from server.store.store import Store
 
 

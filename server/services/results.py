@@ -1,34 +1,26 @@
-"""A search's told results, read once and then only what is new: what every read of a search
-(its summary, frontier, convergence, the dashboard's table) is computed from.
+"""A search's told results as a table: what every read of a search (its summary, frontier,
+convergence, the dashboard's table) is computed from: the frontier beyond the device's noise,
+each point's interval, the drift-corrected values.
 
-Results are numbered (`CandidateRow.result_seq`) and never change once told, except for the
-hypervolumes backfilled once when the normalisation is fixed; so a table is refreshed by
-reading the rows numbered after its last one, and rebuilt only when the search's
-normalisation changed. Each read selects scalar columns and single members of the
-measurement's JSON, never the whole measurement (its raw samples dominate a row's size).
-The database stays the truth: a table is a cache that any process can rebuild.
+A table only grows: results are told once, re-measurements are added as they finish. How
+tables are read from the rows and kept per process: server.services.result_tables.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from archvocab.search_wire import JobStatus
 from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
 from search.objectives import front_of
-from server.services.frontier import feasibility, values_of
-from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
+from server.services.frontier import feasibility
 
 
 @dataclass
@@ -291,139 +283,6 @@ class ResultTable:
                 usable[i] = bool(feasibility(self.request, JobStatus.MEASURED, latency, memory))
 
 
-class ResultTables:
-    """The result tables of one server process, by search id; the `keep` most recently read
-    stay in memory (a 20,000-result table holds a few tens of MB)."""
-
-    def __init__(self, keep: int = 32) -> None:
-        self._tables: OrderedDict[int, ResultTable] = OrderedDict()
-        self._keep = keep
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._tables)
-
-    def get(self, session: Session, search: SearchRow) -> ResultTable:
-        with self._lock:
-            table = self._tables.get(search.id)
-            if table is None or table.stamp != search.normalisation:
-                request = search.parsed_request
-                table = ResultTable(search.id, request, stamp=search.normalisation)
-                table.add_earlier(_earlier_readings(session, search, request))
-                self._tables[search.id] = table
-            self._tables.move_to_end(search.id)
-            while len(self._tables) > self._keep:
-                self._tables.popitem(last=False)
-            table.add(_read(session, search, table.last), _read_again(session, search, table))
-            return table
-
-
-# The columns a Told is made of, in this order (see _told).
-_COLUMNS = (
-    CandidateRow.arch_id,
-    CandidateRow.result_seq,
-    CandidateRow.generation,
-    CandidateRow.status,
-    CandidateRow.reused,
-    CandidateRow.hypervolume,
-    CandidateRow.finished_at,
-    CandidateRow.prediction,
-    ArchitectureRow.spec,
-    ArchitectureRow.decoder_params,
-    ArchitectureRow.total_params,
-    MeasurementRow.latency_ms,
-    MeasurementRow.peak_memory_mb,
-    MeasurementRow.agent_id,
-    MeasurementRow.result["proxies"],
-    MeasurementRow.result["total_s"],
-    MeasurementRow.busy,
-    MeasurementRow.result["reference"],
-)
-
-
-def _read(session: Session, search: SearchRow, after: int) -> list[Told]:
-    """The search's results numbered above `after`, in order."""
-    request = search.parsed_request
-    query = (
-        select(*_COLUMNS)
-        .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
-        .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
-        .where(CandidateRow.search_id == search.id, CandidateRow.result_seq > after)
-        .order_by(CandidateRow.result_seq)
-    )
-    return [_told(row, request) for row in session.execute(query)]
-
-
-def _told(row: Any, request: SearchCreate) -> Told:
-    arch_id, seq, generation, status, reused, hv, finished_at, prediction = row[:8]
-    spec, dp, tp, latency, memory, agent, reported, total_s, busy, reference = row[8:]
-    values = values_of(request, spec, dp, tp, latency, memory, reported)
-    values.setdefault(request.proxy_objective, None)
-    return Told(
-        arch_id=arch_id,
-        seq=seq,
-        generation=generation,
-        status=status,
-        reused=bool(reused),
-        feasible=feasibility(request, status, latency, memory),
-        values=values,
-        hypervolume=hv,
-        agent_id=agent,
-        spec=spec,
-        device_s=0.0 if reused or not total_s else float(total_s),
-        finished_at=finished_at,
-        prediction=prediction,
-        busy=bool(busy),
-        reference=_reading(reference),
-        reference_key=(agent, reference["measured_at"]) if reference else None,
-    )
-
-
-def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list[Again]:
-    """The search's finished re-measurements the table has not read (they finish in any
-    order, so by id, not by a high-water mark; counted first, read only when new ones came)."""
-    finished = (
-        CandidateRow.search_id == search.id,
-        CandidateRow.round > 0,
-        CandidateRow.status.in_((JobStatus.MEASURED, JobStatus.FAILED)),
-    )
-    count = session.scalar(select(func.count()).select_from(CandidateRow).where(*finished))
-    if count == len(table.seen_again):
-        return []
-    query = (
-        select(
-            CandidateRow.id,
-            CandidateRow.arch_id,
-            CandidateRow.status,
-            MeasurementRow.latency_ms,
-            MeasurementRow.peak_memory_mb,
-            MeasurementRow.busy,
-            MeasurementRow.agent_id,
-            MeasurementRow.result["reference"],
-        )
-        .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
-        .where(*finished)
-        .order_by(CandidateRow.id)
-    )
-    out = []
-    for job_id, arch_id, status, latency, memory, busy, agent, reference in session.execute(query):
-        if job_id in table.seen_again:
-            continue
-        measured = status == JobStatus.MEASURED and latency is not None
-        out.append(
-            Again(
-                id=job_id,
-                arch_id=arch_id,
-                latency=latency if measured else None,
-                memory=memory if measured else None,
-                busy=bool(busy),
-                reference=_reading(reference),
-                reference_key=(agent, reference["measured_at"]) if reference else None,
-            )
-        )
-    return out
-
-
 def _number(value: float | None) -> float:
     return np.nan if value is None else float(value)
 
@@ -433,37 +292,3 @@ def _geometric_mean(values: list[float]) -> float:
     if len(values) == 1:
         return float(values[0])
     return float(np.exp(np.mean(np.log(values))))
-
-
-def _reading(reference: dict | None) -> tuple[float, float] | None:
-    """(latency, memory) of a quiet reference reading; None for none or a busy one."""
-    if not reference or reference.get("busy"):
-        return None
-    return reference["latency_ms"], reference["peak_memory_mb"]
-
-
-EARLIER_READINGS = 2000  # the newest measurements of earlier searches to look for readings in
-
-
-def _earlier_readings(
-    session: Session, search: SearchRow, request: SearchCreate
-) -> dict[tuple[str, str], tuple[str, tuple[float, float]]]:
-    """Distinct reference readings that came with other searches' results measured on this
-    search's device class (its agents' fingerprints) with the same settings, by reference."""
-    devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == search.device_class)
-    query = (
-        select(MeasurementRow.agent_id, MeasurementRow.result["reference"])
-        .where(
-            MeasurementRow.settings_key == request.measurement.cache_key(),
-            MeasurementRow.fingerprint_key.in_(devices),
-            MeasurementRow.search_id != search.id,
-        )
-        .order_by(MeasurementRow.id.desc())
-        .limit(EARLIER_READINGS)
-    )
-    out = {}
-    for agent, reference in session.execute(query):
-        reading = _reading(reference)
-        if reading is not None:
-            out[(agent, reference["measured_at"])] = (reference["arch_id"], reading)
-    return out
