@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from archvocab.search_wire import JobStatus
 from archvocab.wire import SearchCreate
-from server.services.context import Services
 from server.services.events import log_event
+from server.services.result_tables import ResultTables
 from server.services.results import ResultTable
 from server.store.rows import CandidateRow, SearchRow
 
@@ -29,7 +29,7 @@ def remeasure_budget(request: SearchCreate) -> int:
     return int(request.noise.remeasure_share * request.budget.max_evaluations)
 
 
-def queue(services: Services, session: Session, search: SearchRow, slots: int) -> bool:
+def queue(results: ResultTables, session: Session, search: SearchRow, slots: int) -> bool:
     """Queue up to `slots` re-measurements of frontier points the noise cannot tell apart;
     True while the search has any queued or running (it must not finish yet)."""
     request = search.parsed_request
@@ -45,7 +45,7 @@ def queue(services: Services, session: Session, search: SearchRow, slots: int) -
     left = remeasure_budget(request) - spent
     if left <= 0:
         return False
-    picks = choose(services.results.get(session, search), request.noise.max_measurements)
+    picks = choose(results.get(session, search), request.noise.max_measurements)
     picks = picks[: min(left, slots)]
     if not picks:
         return False

@@ -76,7 +76,7 @@ def advance(services: Services, session: Session, search: SearchRow) -> None:
         services.engines.changed(search)
         for row in enqueue(session, search, batch, services.store.now()):
             tell(services, session, search, row, engine)
-    if engine.finished and not remeasure.queue(services, session, search, slots):
+    if engine.finished and not remeasure.queue(services.results, session, search, slots):
         search.status = SearchStatus.FINISHED
         search.finish_reason = engine.finish_reason
         search.finished_at = services.store.now()
