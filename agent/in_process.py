@@ -9,7 +9,7 @@ Order matters: a throwaway forward of a tiny model of the same family first (so 
 one-off initialisation - lazily loaded kernels, allocator pools, the thread pool - lands in
 the memory baseline, not in the candidate's peak), then the memory pass (the baseline, the
 build, MEMORY_RUNS forward passes, the peak), and only then the latency pass: `keep_heap()`
-and the latency protocol (`agent.protocol`) on the same model.
+and the latency protocol (`agent.latency_protocol`) on the same model.
 
 Why two passes: `keep_heap` (no mmap, no trim) keeps the latency steady, but under it the
 peak RSS depends on how the heap happens to fragment: one GPT-2 read 233 or 270 MB in fresh
@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from agent import nvml, provenance
+from agent.latency_protocol import TimeRuns, run_protocol
 from agent.memory import (
     MIB,
     MemoryProbe,
@@ -36,7 +37,6 @@ from agent.memory import (
     process_report,
     release_free_heap,
 )
-from agent.protocol import TimeRuns, run_protocol
 from agent.weights import WEIGHT_SEED, build_fast
 from archvocab.registry import ArchSpec, kind_of_spec, set_output
 from archvocab.wire import MeasurementResult, MeasurementSettings, MemoryReport, Provenance

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agent.latency_protocol import TimeRuns, run_protocol
 from agent.memory import MIB, MemoryProbe, fixed_heap, keep_heap, release_free_heap
-from agent.protocol import TimeRuns, run_protocol
 from agent.provenance import build_provenance, snapshot
 from archvocab.registry import ArchSpec
 from archvocab.wire import MeasurementResult, MeasurementSettings, MemoryReport
@@ -62,7 +62,7 @@ def export_onnx(spec: ArchSpec, settings: MeasurementSettings, path: str) -> flo
     import torch  # here, not at the top: the measuring process must not load torch
 
     from agent.in_process import build_for, make_inputs
-    from archvocab.build import AdaptiveEmbedding
+    from archvocab.spaces.gpt2.build import AdaptiveEmbedding
 
     start = time.perf_counter()
     # The torch path's model, value for value, with the settings' output mode.

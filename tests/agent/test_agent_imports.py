@@ -31,7 +31,7 @@ AGENT_MODULES = (
     "agent.in_process",
     "agent.lease",
     "agent.launch",
-    "agent.protocol",
+    "agent.latency_protocol",
     "agent.provenance",
     "agent.hostinfo",
     "agent.weights",
@@ -43,7 +43,7 @@ TORCH_FREE = (
     "agent.launch",
     "agent.measure",
     "agent.memory",
-    "agent.protocol",
+    "agent.latency_protocol",
     "agent.provenance",
     "agent.hostinfo",
 )

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binom
 
 from agent import protocol
-from agent.protocol import median_ci, median_ci_ranks, run_protocol
+from agent.latency_protocol import median_ci, median_ci_ranks, run_protocol
 from archvocab.wire import MeasurementSettings
 
 FAST = {"warmup": 3, "warmup_min_s": 0.0, "warmup_max_s": 5.0, "min_time_s": 0.0}
