@@ -24,19 +24,19 @@ import torch  # noqa: E402, F401
 
 import agent.child  # noqa: E402, F401
 import agent.in_process  # noqa: E402, F401
-import archvocab.build  # noqa: E402, F401
-from agent import protocol  # noqa: E402
+import archvocab.spaces.gpt2.build  # noqa: E402, F401
+from agent import latency_protocol  # noqa: E402
 
 
 def _warm_statistics() -> None:
     samples = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.2]
-    protocol.is_stable(samples)
-    protocol.summarize(
+    latency_protocol.is_stable(samples)
+    latency_protocol.summarize(
         samples,
         confidence=0.95,
         inner=1,
         stop_reason="ci_target",
-        warmup=protocol.Warmup(runs=len(samples), per_run_s=samples),
+        warmup=latency_protocol.Warmup(runs=len(samples), per_run_s=samples),
         timed_s=1.0,
     )
 

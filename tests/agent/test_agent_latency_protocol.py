@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from scipy.stats import binom
 
-from agent import protocol
+from agent import latency_protocol
 from agent.latency_protocol import median_ci, median_ci_ranks, run_protocol
 from archvocab.wire import MeasurementSettings
 
@@ -47,7 +47,7 @@ def settings(**changes: float) -> MeasurementSettings:
     return MeasurementSettings(**{**FAST, **changes})
 
 
-def run(model: FakeModel, **changes: float) -> protocol.LatencyStats:
+def run(model: FakeModel, **changes: float) -> latency_protocol.LatencyStats:
     return run_protocol(model.time_runs, settings(**changes), clock=model.clock)
 
 
@@ -138,7 +138,9 @@ def test_warm_up_lasts_until_the_time_per_run_is_stable() -> None:
     model = FakeModel(slow_start)
     stats = run(model, min_samples=10)
     assert stats.warmup_stable
-    assert stats.warmup_runs >= 20 + protocol.STABLE_WINDOW  # a window of fast runs at least
+    assert (
+        stats.warmup_runs >= 20 + latency_protocol.STABLE_WINDOW
+    )  # a window of fast runs at least
     assert stats.warmup_s == pytest.approx(sum(slow_start(i) for i in range(stats.warmup_runs)))
     assert max(stats.samples_ms) == pytest.approx(10.0)  # no slow run was timed
 
@@ -177,11 +179,16 @@ def test_sub_millisecond_models_are_timed_in_groups() -> None:
 
 @pytest.mark.parametrize(
     ("run_s", "min_sample_ms", "expected"),
-    [(0.010, 1.0, 1), (0.0004, 1.0, 3), (1e-9, 1.0, protocol.MAX_INNER_REPEATS), (0.001, 0.0, 1)],
+    [
+        (0.010, 1.0, 1),
+        (0.0004, 1.0, 3),
+        (1e-9, 1.0, latency_protocol.MAX_INNER_REPEATS),
+        (0.001, 0.0, 1),
+    ],
 )
 def test_inner_repeats(run_s: float, min_sample_ms: float, expected: int) -> None:
-    assert protocol.inner_repeats(run_s, min_sample_ms) == expected
-    assert protocol.inner_repeats(None, min_sample_ms) == 1
+    assert latency_protocol.inner_repeats(run_s, min_sample_ms) == expected
+    assert latency_protocol.inner_repeats(None, min_sample_ms) == 1
 
 
 def test_summary_statistics_are_consistent() -> None:
