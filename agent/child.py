@@ -13,8 +13,8 @@ process forked from the agent's forkserver (torch already loaded), and ``python 
 agent.child`` (job on stdin, answer as one line on stdout) for the torch-free ORT step.
 
 This module does not import torch: the step's own module brings it. The spec is parsed as
-declarative data by archvocab and built by `archvocab.build`; nothing the server sends is
-executed.
+declarative data by archvocab and built by its kind's builder (`archvocab.spaces.<kind>.build`);
+nothing the server sends is executed.
 """
 
 from __future__ import annotations

@@ -12,8 +12,16 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from archvocab.http_api import API_PREFIX, ApiError, error_from
-from archvocab.wire import AgentInfo, AgentRegistration, JobLease, JobResult, LeaseRef
+from archvocab.wire import (
+    API_PREFIX,
+    AgentInfo,
+    AgentRegistration,
+    ApiError,
+    JobLease,
+    JobResult,
+    LeaseRef,
+    error_from,
+)
 
 
 class AgentUnknown(ApiError):

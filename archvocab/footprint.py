@@ -22,11 +22,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from archvocab.flexibert import EncoderLayer, FlexiBERTSpec
     from archvocab.registry import ArchSpec
-    from archvocab.rnncell_spec import RNNCellSpec
-    from archvocab.spec import GPT2Spec
-    from archvocab.transxl import TransXLSpec
+    from archvocab.spaces.flexibert.spec import EncoderLayer, FlexiBERTSpec
+    from archvocab.spaces.gpt2.spec import GPT2Spec
+    from archvocab.spaces.nasbench_nlp.spec import RNNCellSpec
+    from archvocab.spaces.transxl.spec import TransXLSpec
 
 FLOAT32_BYTES = 4  # every builder's weights and activations
 

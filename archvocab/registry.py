@@ -1,8 +1,9 @@
 """Search spaces are plugins: one registry, found by name by the server, agents, search, proxies.
 
-A space kind is two modules of its own: a torch-free one (its spec, its search space, its
-analytic parameter counts, and a `KIND = SpaceKind(...)` line) and a torch one (the builder).
-Adding a space is those two modules and one line in `_KIND_MODULES` below.
+A space kind is a package of its own, `archvocab/spaces/<kind>/`: torch-free modules for its
+spec (with its analytic parameter counts) and its search space, a torch one for the builder
+(`build`), and `KIND = SpaceKind(...)` in its `__init__`. Adding a space is that package and
+one line in `_KIND_MODULES` below.
 
 The contracts every space keeps are the Protocols `ArchSpec`, `SearchSpace` and `Builder`;
 tests/archvocab/test_vocab_registry.py runs one parametrized suite over every registered kind.
@@ -27,12 +28,12 @@ DEFAULT_KIND = "gpt2"
 # the next-token scores of the last position only, or scores at every position.
 OUTPUT_MODES = ("last", "all")
 
-# name -> the torch-free module that defines `KIND`. One line per space.
+# name -> the kind's package (torch-free), whose `__init__` defines `KIND`. One line per space.
 _KIND_MODULES: dict[str, str] = {
-    "gpt2": "archvocab.space",
-    "flexibert": "archvocab.flexibert_space",
-    "nasbench_nlp": "archvocab.rnncell",
-    "transxl": "archvocab.transxl_space",
+    "gpt2": "archvocab.spaces.gpt2",
+    "flexibert": "archvocab.spaces.flexibert",
+    "nasbench_nlp": "archvocab.spaces.nasbench_nlp",
+    "transxl": "archvocab.spaces.transxl",
 }
 
 

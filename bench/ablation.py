@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from archvocab.space import GPT2Space
+from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import Population
 from bench.replay import DeviceReplay
 from bench.search_efficiency import (

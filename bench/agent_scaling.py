@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 
-from archvocab.space import GPT2Space
+from archvocab.spaces.gpt2.space import GPT2Space
 from bench.replay import DEFAULT_TABLE, DeviceReplay
 from hwnas.testing.servers import serve
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 
 from agent.measure import measure_candidate
-from archvocab.space import GPT2Space
+from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import MeasurementSettings
 from bench.replay import DeviceReplay
 from bench.search_efficiency import OBJECTIVES, extremes, make_normaliser, run_one

@@ -32,8 +32,8 @@ from typing import Any
 from scipy.stats import spearmanr
 
 from agent.measure import measure_candidate
-from archvocab.space import GPT2Space
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings
 from bench.agent_loop import agent_loop_timing
 from proxies.params import decoder_params

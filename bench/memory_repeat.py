@@ -44,8 +44,8 @@ PROTOCOL = {"warmup_max_s": 2.0, "max_time_s": 3.0, "timeout_s": 600.0}
 
 def lts_specs(per_kind: int) -> list[dict[str, Any]]:
     """The first `per_kind` configs of each LTS WikiText-103 set, as spec dicts."""
-    from archvocab.spec import GPT2Spec
-    from archvocab.transxl import TransXLSpec
+    from archvocab.spaces.gpt2.spec import GPT2Spec
+    from archvocab.spaces.transxl.spec import TransXLSpec
 
     specs = []
     for kind, name in SETS.items():

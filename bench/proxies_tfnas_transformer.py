@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from archvocab.flexibert import FlexiBERTSpec
+from archvocab.spaces.flexibert.spec import FlexiBERTSpec
 from hwnas.ground_truth import require_ground_truth
 from proxies.ground_truth import load_set
 from proxies.inputs import ProxyInputs

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from archvocab.registry import parse_space, parse_spec
-from archvocab.space import GPT2Space
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import NoiseSettings, Population
 from bench.peers.optuna_peer import run_optuna_nsga2
 from bench.replay import DEFAULT_TABLE, DeviceReplay

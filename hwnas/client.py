@@ -26,18 +26,19 @@ from typing import Any, Literal
 
 import httpx
 
-from archvocab.http_api import API_PREFIX, error_from
-from archvocab.http_api import ApiError as ApiError  # re-exported: users catch it from here
-from archvocab.points_wire import SearchPoints
-from archvocab.search_wire import SpaceKindInfo
 from archvocab.wire import (
+    API_PREFIX,
     AgentView,
     CandidateInfo,
     HypervolumeTrace,
     SearchCreate,
     SearchInfo,
+    SearchPoints,
     SearchReport,
+    SpaceKindInfo,
+    error_from,
 )
+from archvocab.wire import ApiError as ApiError  # re-exported: users catch it from here
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 ExportFormat = Literal["json", "onnx", "torch"]

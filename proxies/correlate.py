@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from archvocab.errors import InvalidSpec
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from proxies.registry import get_proxy
 
 # The logged count a proxy is meant to reproduce exactly; proxies not listed have none.

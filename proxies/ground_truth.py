@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from archvocab.errors import InvalidSpec
-from archvocab.flexibert import FlexiBERTSpec
 from archvocab.registry import ArchSpec
-from archvocab.rnncell_spec import RNNCellSpec
-from archvocab.spec import GPT2Spec
-from archvocab.transxl import TransXLSpec
+from archvocab.spaces.flexibert.spec import FlexiBERTSpec
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.nasbench_nlp.spec import RNNCellSpec
+from archvocab.spaces.transxl.spec import TransXLSpec
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,13 @@ against the built models); the GPT-2 parts are re-exported for LTS's log compari
 
 from __future__ import annotations
 
-from archvocab.gpt2_counts import (
+from archvocab.registry import ArchSpec
+from archvocab.spaces.gpt2.counts import (
     attention_params,
     embedding_params,
     feed_forward_params,
     output_head_params,
 )
-from archvocab.registry import ArchSpec
 
 __all__ = [
     "attention_params",

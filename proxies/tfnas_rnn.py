@@ -30,7 +30,7 @@ import torch
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec
-from archvocab.rnncell_build import RNNCellLM
+from archvocab.spaces.nasbench_nlp.build import RNNCellLM
 from proxies import tfnas_rnn_forward as forward
 from proxies.inputs import ProxyInputs, token_batch
 from proxies.lowcost_common import build_seeded, evaluating

@@ -1,6 +1,6 @@
 """What the RNN metrics of the training-free NAS paper read from a NAS-Bench-NLP model
-(`archvocab.rnncell_build.RNNCellLM`): per-layer hidden states, input Jacobians, saliencies
-and activation patterns of one minibatch, the recurrent states starting at zero.
+(`archvocab.spaces.nasbench_nlp.build.RNNCellLM`): per-layer hidden states, input Jacobians,
+saliencies and activation patterns of one minibatch, the recurrent states starting at zero.
 
 None of it runs the decoder: like the authors' code, the "network output" is the last
 recurrent layer's output sequence (their AWD-LSTM model returns it and leaves the
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from archvocab.rnncell_build import CellLayer, RNNCellLM, hidden_shape
-from archvocab.rnncell_graph import state_output
+from archvocab.spaces.nasbench_nlp.build import CellLayer, RNNCellLM, hidden_shape
+from archvocab.spaces.nasbench_nlp.graph import state_output
 
 
 def _zero_hidden(model: RNNCellLM, batch_size: int) -> torch.Tensor:

@@ -11,8 +11,8 @@ attention weight, Voita's confidence). The network's score is the sum over every
 every layer; its "_normalized" variant divides by the number of heads H, the paper's
 A(X) = sum_h A_h(X) / H.
 
-Heads are found by a hook on each layer's `archvocab.attention_build.Attend`: FlexiBERT layers
-without one (LT, DSC) contribute no term, and a model with no attention head scores 0.0.
+Heads are found by a hook on each layer's `archvocab.spaces.attention_build.Attend`: FlexiBERT
+layers without one (LT, DSC) contribute no term, and a model with no attention head scores 0.0.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from archvocab.attention_build import Attend
+from archvocab.spaces.attention_build import Attend
 from proxies.tfnas_transformer_probe import Probe
 
 ATTENTION_SCORES = ("attention_confidence", "softmax_confidence", "attention_importance")

@@ -2,7 +2,8 @@
 
 server -> search, proxies, archvocab; agent -> archvocab (and, inside the process that computes
 a job's low-cost proxies only, proxies: agent.proxy_values); search, proxies -> archvocab;
-archvocab -> nothing of ours (its torch builder, archvocab.build, is imported on demand).
+archvocab -> nothing of ours, and no torch (its torch modules, each kind's builder, are
+imported on demand).
 An edge device installs only the agent extra, so the agent must never pull in the server
 stack (FastAPI, SQLAlchemy, pymoo) or the search/proxy libraries.
 """
@@ -36,8 +37,12 @@ real = getattr(pkg, "__file__", None) is not None or len(imported) > 1
 print(json.dumps({"real": real, "imported": imported, "modules": sorted(sys.modules)}))
 """
 
-# Each space kind's torch builder: archvocab/build.py (GPT-2) and archvocab/<kind>_build.py.
-BUILDERS = sorted(f"archvocab.{p.stem}" for p in (REPO / "archvocab").glob("*build.py"))
+# The vocabulary's torch modules are named *build: each space kind's builder
+# (archvocab/spaces/<kind>/build.py) and the layers builders share (archvocab/spaces/*_build.py).
+BUILDERS = sorted(
+    ".".join(p.relative_to(REPO).with_suffix("").parts)
+    for p in (REPO / "archvocab").rglob("*build.py")
+)
 
 RULES = {
     # package: (submodules not imported, top-level modules that must stay unloaded)
@@ -101,9 +106,15 @@ def test_agent_probe_covers_its_modules() -> None:
     assert present <= set(result["imported"])
 
 
-def test_archvocab_build_brings_torch_but_nothing_else_of_ours() -> None:
-    pytest.importorskip("torch", reason="archvocab.build needs torch")
-    result = probe("archvocab.build", [])
+def test_builders_are_found() -> None:
+    # an empty list would make the archvocab rule above pass without checking a thing
+    assert "archvocab.spaces.gpt2.build" in BUILDERS and len(BUILDERS) >= 5
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+def test_a_builder_brings_torch_but_nothing_else_of_ours(builder: str) -> None:
+    pytest.importorskip("torch", reason="the builders need torch")
+    result = probe(builder, [])
     assert loaded(result["modules"], "torch")
     for name in [*OURS[1:], *SERVER_STACK]:
         assert not loaded(result["modules"], name), name

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 
 import optuna
 
-from archvocab.space import GPT2Space
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space
+from archvocab.spaces.gpt2.spec import GPT2Spec
 
 __all__ = ["propose", "run_optuna_nsga2"]
 
@@ -41,8 +41,8 @@ def run_optuna_nsga2(
 ) -> list[tuple[object, dict[str, float]]]:
     """Run Optuna's NSGA-II for `budget` distinct measured architectures.
 
-    space: archvocab.space.GPT2Space; measure(spec) -> dict with 'latency_ms', 'memory_mb'
-    (and maybe more keys, kept); score(spec) -> dict with 'decoder_params' among others.
+    space: archvocab.spaces.gpt2.space.GPT2Space; measure(spec) -> dict with 'latency_ms',
+    'memory_mb' (and maybe more keys, kept); score(spec) -> dict with 'decoder_params' among others.
     Returns [(spec, values)] in measurement order, one entry per DISTINCT architecture
     measured, values = {**score(spec), **measure(spec)}.
 

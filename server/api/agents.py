@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from archvocab.http_api import API_PREFIX
-from archvocab.wire import AgentInfo, AgentRegistration, AgentView
+from archvocab.wire import API_PREFIX, AgentInfo, AgentRegistration, AgentView
 from server.api.deps import Calling, Enroller, Reader, store_of
 from server.api.responses import AUTH_ERRORS
 from server.services import agents

@@ -7,8 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse
 
-from archvocab.http_api import API_PREFIX
-from archvocab.wire import ArchitectureExport
+from archvocab.wire import API_PREFIX, ArchitectureExport
 from server.api.deps import ArchId, Reader, store_of
 from server.api.responses import AUTH_ERRORS, EXPORT_ERRORS
 from server.services.export import architecture_export, onnx_file, torch_source

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from archvocab.http_api import API_PREFIX
-from archvocab.wire import BaselineCreate, SearchInfo
+from archvocab.wire import API_PREFIX, BaselineCreate, SearchInfo
 from server.api.deps import User, services_of
 from server.api.responses import AUTH_ERRORS
 from server.services import searches

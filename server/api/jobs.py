@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from archvocab.http_api import API_PREFIX
-from archvocab.wire import JobLease, JobResult, LeaseRef, LeaseStatus, ResultReceipt
+from archvocab.wire import API_PREFIX, JobLease, JobResult, LeaseRef, LeaseStatus, ResultReceipt
 from server.api.deps import AgentCaller, AgentId, JobId, services_of, store_of
 from server.api.responses import AUTH_ERRORS, CONFLICT
 from server.services import jobs

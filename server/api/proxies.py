@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from archvocab.http_api import API_PREFIX
-from archvocab.proxy_wire import ProxyCheck, ProxyCheckResult, ProxyInfo
+from archvocab.wire import API_PREFIX, ProxyCheck, ProxyCheckResult, ProxyInfo
 from server.api.deps import Reader, store_of
 from server.api.responses import AUTH_ERRORS
 from server.services import proxy_check

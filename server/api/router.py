@@ -1,4 +1,4 @@
-"""The REST API under /api/v1 (archvocab.http_api.API_PREFIX): one router per resource, each
+"""The REST API under /api/v1 (archvocab.wire.API_PREFIX): one router per resource, each
 with the prefix in its routes' paths, so that a request's route template is the whole path.
 Routes are thin (parse, call a service, shape the answer); errors are translated to HTTP in
 server.app.errors."""

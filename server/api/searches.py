@@ -7,14 +7,14 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from archvocab.http_api import API_PREFIX
-from archvocab.points_wire import SearchPoints
-from archvocab.search_wire import JobStatus
 from archvocab.wire import (
+    API_PREFIX,
     CandidateInfo,
     HypervolumeTrace,
+    JobStatus,
     SearchCreate,
     SearchInfo,
+    SearchPoints,
     SearchReport,
 )
 from server.api.deps import Reader, SearchId, User, services_of

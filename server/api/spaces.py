@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from archvocab.http_api import API_PREFIX
-from archvocab.search_wire import SpaceKindInfo, SpecCheck, SpecChecked
+from archvocab.wire import API_PREFIX, SpaceKindInfo, SpecCheck, SpecChecked
 from server.api.deps import Reader
 from server.api.responses import AUTH_ERRORS
 from server.services import spaces

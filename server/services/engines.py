@@ -10,8 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from archvocab.registry import parse_space, parse_spec
-from archvocab.search_wire import JobStatus
-from archvocab.wire import SearchCreate
+from archvocab.wire import JobStatus, SearchCreate
 from proxies.registry import zero_cost_scores
 from search.engine import Engine
 from search.hypervolume import Normaliser

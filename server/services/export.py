@@ -172,7 +172,7 @@ def _check_exit(done: subprocess.CompletedProcess[str], spec: dict) -> None:
 
 # -- the PyTorch file ----------------------------------------------------------------------
 # What a training step looks like depends on what the kind's forward returns (see each
-# archvocab/*build.py): log-probabilities (gpt2, transxl), log-probabilities and recurrent
+# archvocab/spaces/*/build.py): log-probabilities (gpt2, transxl), log-probabilities and recurrent
 # state (nasbench_nlp), or encoder hidden states that need a head (flexibert).
 _LM = """\
     for tokens in batches:  # LongTensor (batch, seq_len + 1), seq_len <= $max_seq_len

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import parse_spec
-from archvocab.search_wire import JobStatus
-from archvocab.wire import SearchCreate
+from archvocab.wire import JobStatus, SearchCreate
 from proxies.registry import get_proxy
 from search.objectives import within_bounds
 from server.store.rows import CandidateRow

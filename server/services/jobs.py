@@ -18,16 +18,17 @@ from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from archvocab.registry import parse_space
-from archvocab.search_wire import JobStatus, SearchStatus
 from archvocab.wire import (
     Failure,
     JobLease,
     JobResult,
+    JobStatus,
     LeaseRef,
     LeaseStatus,
     ProxyRequest,
     ReferenceJob,
     ResultReceipt,
+    SearchStatus,
 )
 from search.noise import reference_architecture
 from server.errors import Conflict, NotFound

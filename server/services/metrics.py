@@ -16,7 +16,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from archvocab.search_wire import JobStatus, SearchStatus
+from archvocab.wire import JobStatus, SearchStatus
 from server.store.rows import AgentRow, CandidateRow, SearchRow
 from server.store.store import Store
 

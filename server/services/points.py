@@ -1,11 +1,10 @@
-"""A search's results as one compact table (archvocab.points_wire), from its result table."""
+"""A search's results as one compact table (archvocab.wire), from its result table."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from archvocab.points_wire import BASE_COLUMNS, SearchPoints
-from archvocab.search_wire import JobStatus
+from archvocab.wire import BASE_COLUMNS, JobStatus, SearchPoints
 from server.services.context import Services
 from server.services.results import Told
 from server.services.searches import census

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from archvocab.errors import InvalidSpec
 from archvocab.proxy_catalog import PROXY_CATALOG
-from archvocab.proxy_wire import ProxyAgreement, ProxyCheck, ProxyCheckResult, ProxyInfo
 from archvocab.registry import ArchSpec, parse_spec
+from archvocab.wire import ProxyAgreement, ProxyCheck, ProxyCheckResult, ProxyInfo
 from proxies.agreement import agreement
 from proxies.registry import PROXIES
 from server.store.rows import ArchitectureRow, MeasurementRow

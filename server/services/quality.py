@@ -2,7 +2,7 @@
 results are told and stored on the rows (the cost models' error, read from the results:
 server.services.views).
 
-The hypervolume's normalisation (`archvocab.search_wire.HypervolumeSettings`) is fixed once:
+The hypervolume's normalisation (`archvocab.wire.HypervolumeSettings`) is fixed once:
 what the request gives, else a zero-cost proxy's range over a seeded sample of the space,
 else a hardware objective's constraint bound (ideal 0); whatever is still open is fixed from
 the first ten successful measurements, and then every earlier result gets its value too.
@@ -18,12 +18,12 @@ from sqlalchemy.orm import Session
 
 from archvocab.proxy_catalog import PROXY_CATALOG
 from archvocab.registry import parse_space
-from archvocab.search_wire import JobStatus
 from archvocab.wire import (
     HARDWARE_OBJECTIVES,
     OBJECTIVE_SENSE,
     HypervolumePoint,
     HypervolumeTrace,
+    JobStatus,
     SearchCreate,
 )
 from proxies.registry import zero_cost_scores

@@ -16,8 +16,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from archvocab.search_wire import JobStatus
-from archvocab.wire import SearchCreate
+from archvocab.wire import JobStatus, SearchCreate
 from server.services.events import log_event
 from server.services.result_tables import ResultTables
 from server.services.results import ResultTable

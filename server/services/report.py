@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from archvocab.registry import parse_spec
-from archvocab.search_wire import (
+from archvocab.wire import (
     BaselineComparison,
     JobStatus,
     ReportPoint,

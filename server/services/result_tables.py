@@ -18,8 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from archvocab.search_wire import JobStatus
-from archvocab.wire import SearchCreate
+from archvocab.wire import JobStatus, SearchCreate
 from server.services.frontier import feasibility, values_of
 from server.services.results import Again, ResultTable, Told
 from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, MeasurementRow, SearchRow

@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from archvocab.search_wire import JobStatus
-from archvocab.wire import OBJECTIVE_SENSE, SearchCreate
+from archvocab.wire import OBJECTIVE_SENSE, JobStatus, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
 from search.objectives import front_of
 from server.services.frontier import feasibility

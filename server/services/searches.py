@@ -7,8 +7,14 @@ from datetime import timedelta
 from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
-from archvocab.search_wire import JobStatus, SearchStatus
-from archvocab.wire import CandidateInfo, HypervolumeTrace, SearchCreate, SearchInfo
+from archvocab.wire import (
+    CandidateInfo,
+    HypervolumeTrace,
+    JobStatus,
+    SearchCreate,
+    SearchInfo,
+    SearchStatus,
+)
 from search.engine import Engine
 from server.services import quality, remeasure
 from server.services.context import Services

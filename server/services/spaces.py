@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import get_kind, kind_names, parse_space
-from archvocab.search_wire import SpaceKindInfo, SpecCheck, SpecChecked
+from archvocab.wire import SpaceKindInfo, SpecCheck, SpecChecked
 
 
 def list_space_kinds() -> list[SpaceKindInfo]:

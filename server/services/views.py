@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from archvocab.search_wire import JobStatus
 from archvocab.wire import (
     OBJECTIVE_SENSE,
     CandidateInfo,
     Failure,
+    JobStatus,
     ModelError,
     NoiseSummary,
     ObjectiveBest,

@@ -9,7 +9,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from archvocab.search_wire import JobStatus
+from archvocab.wire import JobStatus
 from search.records import Candidate
 from server.store.cache import find_cached
 from server.store.rows import ArchitectureRow, CandidateRow, SearchRow

@@ -17,7 +17,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from archvocab.search_wire import SearchCreate
+from archvocab.wire import SearchCreate
 
 
 class Base(DeclarativeBase):

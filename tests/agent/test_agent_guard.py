@@ -343,7 +343,7 @@ def test_agent_and_vocabulary_never_run_code_they_receive() -> None:
     found: list[str] = []
     import_module_calls: dict[str, int] = {}
     for package in ("agent", "archvocab"):
-        for path in sorted((REPO / package).glob("*.py")):
+        for path in sorted((REPO / package).rglob("*.py")):
             where = str(path.relative_to(REPO))
             for node in ast.walk(ast.parse(path.read_text(), where)):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -21,7 +21,7 @@ from agent.in_process import measure_spec, parameter_bytes, primer_spec
 from agent.measure import MeasurementCancelled, measure_candidate
 from agent.weights import build_fast
 from archvocab.errors import InvalidSpec
-from archvocab.spec import parse_spec
+from archvocab.registry import parse_spec
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

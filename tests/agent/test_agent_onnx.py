@@ -19,9 +19,9 @@ from agent.in_process import make_inputs
 from agent.memory import MIB
 from agent.onnx_backend import export_onnx, load_inputs, measure_onnx
 from agent.weights import build_fast
-from archvocab.build import build_model
 from archvocab.registry import get_kind, kind_names, parse_space, set_output
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.build import build_model
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import MeasurementResult, MeasurementSettings
 from tests.factories import TINY_SPACES
 
@@ -73,7 +73,7 @@ def measure_in_fresh_process(
     script = (
         "import json, sys\n"
         "from agent.onnx_backend import measure_onnx\n"
-        "from archvocab.spec import parse_spec\n"
+        "from archvocab.registry import parse_spec\n"
         "from archvocab.wire import MeasurementSettings\n"
         "job = json.loads(sys.stdin.read())\n"
         "result = measure_onnx(job['path'], parse_spec(job['spec']),\n"

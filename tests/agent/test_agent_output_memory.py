@@ -13,8 +13,8 @@ import pytest
 from agent.in_process import _QUICK_PROTOCOL, MEMORY_PASS_ENV, MEMORY_RUNS, measure_spec
 from agent.memory import FIXED_HEAP, STEADY_HEAP, keep_heap
 from archvocab.registry import parse_space, parse_spec
-from archvocab.spec import GPT2Spec
-from archvocab.transxl import TransXLSpec
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.transxl.spec import TransXLSpec
 from archvocab.wire import MeasurementSettings
 from hwnas.ground_truth import ground_truth_dir
 from tests.factories import TINY_SPACES

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from agent.weights import PATTERN_LEN, build_fast, deferred_init, fill
-from archvocab.build import build_model, count_parameters
-from archvocab.spec import parse_spec
+from archvocab.registry import parse_spec
+from archvocab.spaces.gpt2.build import build_model, count_parameters
 
 ADAPTIVE: dict[str, Any] = {"cutoffs": [200, 500], "div_val": 2, "d_embed": 64}
 CPU = torch.device("cpu")

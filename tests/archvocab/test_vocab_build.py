@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="archvocab.build needs torch (the agent extra)")
+torch = pytest.importorskip("torch", reason="gpt2's builder needs torch (the agent extra)")
 
-from archvocab.build import build_model  # noqa: E402
-from archvocab.spec import GPT2Spec  # noqa: E402
+from archvocab.spaces.gpt2.build import build_model  # noqa: E402
+from archvocab.spaces.gpt2.spec import GPT2Spec  # noqa: E402
 
 VOCAB = 1000
 # Token ids in every adaptive cluster: head [0, 200), tails [200, 500) and [500, 1000).

@@ -16,9 +16,14 @@ from typing import Any
 import pytest
 
 from archvocab.errors import InvalidSpec
-from archvocab.flexibert import EncoderLayer, FlexiBERTSpec, operation_params, parameter_count
-from archvocab.flexibert_space import DEFAULT_OPERATIONS, FlexiBERTSpace
 from archvocab.registry import ArchSpec, get_kind, parse_space, parse_spec
+from archvocab.spaces.flexibert.space import DEFAULT_OPERATIONS, FlexiBERTSpace
+from archvocab.spaces.flexibert.spec import (
+    EncoderLayer,
+    FlexiBERTSpec,
+    operation_params,
+    parameter_count,
+)
 from hwnas.ground_truth import ground_truth_dir
 
 TFNAS_DIR = ground_truth_dir() / "tfnas"
@@ -345,14 +350,14 @@ def test_crossover_child_genes_come_from_the_parents() -> None:
 # -- counts and the builder -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def build() -> ModuleType:
-    pytest.importorskip("torch", reason="archvocab.flexibert_build needs torch (the agent extra)")
-    from archvocab import flexibert_build
+    pytest.importorskip("torch", reason="flexibert's builder needs torch (the agent extra)")
+    from archvocab.spaces.flexibert import build as flexibert_build
 
     return flexibert_build
 
 
 def count_parameters(model: Any) -> int:
-    from archvocab.build import count_parameters as count
+    from archvocab.spaces.gpt2.build import count_parameters as count
 
     return count(model)
 

@@ -33,9 +33,9 @@ from hypothesis import event, example, given, note, settings
 from hypothesis import strategies as st
 
 from archvocab.errors import InvalidSpec
-from archvocab.flexibert_space import DEFAULT_OPERATIONS
 from archvocab.grid import IntRange
 from archvocab.registry import ArchSpec, kind_names, parse_space, parse_spec
+from archvocab.spaces.flexibert.space import DEFAULT_OPERATIONS
 
 KINDS = kind_names()
 GRID_KINDS = ("gpt2", "transxl", "flexibert")  # gene-wise operators; nasbench_nlp edits graphs

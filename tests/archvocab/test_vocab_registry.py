@@ -78,7 +78,7 @@ def test_a_spec_of_another_kind_is_refused_by_name(kind) -> None:
 
 def test_counts_and_inputs_of_the_built_primer(kind) -> None:
     torch = pytest.importorskip("torch")
-    from archvocab.build import count_parameters
+    from archvocab.spaces.gpt2.build import count_parameters
 
     builder = kind.load_builder()
     space = kind.parse_space({"kind": kind.name})

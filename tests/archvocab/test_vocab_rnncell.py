@@ -10,12 +10,18 @@ from typing import Any
 import pytest
 import torch
 
-from archvocab.build import count_parameters
 from archvocab.errors import InvalidSpec
 from archvocab.registry import get_kind, parse_spec
-from archvocab.rnncell import RNNCellSpace, RNNCellSpec
-from archvocab.rnncell_build import build_model, example_inputs, primer_spec
-from archvocab.rnncell_graph import MAX_LINEAR_INPUTS, MAX_NODES, OPS, CellGraph, parse_recepie
+from archvocab.spaces.gpt2.build import count_parameters
+from archvocab.spaces.nasbench_nlp.build import build_model, example_inputs, primer_spec
+from archvocab.spaces.nasbench_nlp.graph import (
+    MAX_LINEAR_INPUTS,
+    MAX_NODES,
+    OPS,
+    CellGraph,
+    parse_recepie,
+)
+from archvocab.spaces.nasbench_nlp.space import RNNCellSpace, RNNCellSpec
 from hwnas.ground_truth import ground_truth_dir
 
 LOGS = ground_truth_dir() / "nasbench-nlp" / "wikitext2_logs.json"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from archvocab.errors import InvalidSpec
-from archvocab.space import GPT2Space, IntRange
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space, IntRange
+from archvocab.spaces.gpt2.spec import GPT2Spec
 
 SPACES = {
     "default": GPT2Space(),

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from archvocab.errors import InvalidSpec
-from archvocab.space import GPT2Space
-from archvocab.spec import DEFAULT_CUTOFFS, GPT2Spec, parse_spec
+from archvocab.registry import parse_spec
+from archvocab.spaces.gpt2.space import GPT2Space
+from archvocab.spaces.gpt2.spec import DEFAULT_CUTOFFS, GPT2Spec
 from hwnas.ground_truth import ground_truth_dir
 
 LTS_DIR = ground_truth_dir() / "lts"
@@ -111,7 +112,7 @@ def test_key_order_and_defaults_do_not_change_the_id() -> None:
 def test_arch_id_is_stable_across_interpreters() -> None:
     spec = GPT2Spec.from_dict(BASE)
     code = (
-        "import json, sys; from archvocab.spec import GPT2Spec; "
+        "import json, sys; from archvocab.spaces.gpt2.spec import GPT2Spec; "
         "print(GPT2Spec.from_dict(json.loads(sys.argv[1])).arch_id)"
     )
     ids = set()

@@ -23,14 +23,14 @@ import pytest
 from archvocab.errors import InvalidSpec
 from archvocab.grid import IntRange
 from archvocab.registry import get_kind, parse_space, parse_spec
-from archvocab.spec import GPT2Spec
-from archvocab.transxl import (
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.transxl.space import TransXLSpace
+from archvocab.spaces.transxl.spec import (
     TransXLSpec,
     attention_params,
     embedding_params,
     feed_forward_params,
 )
-from archvocab.transxl_space import TransXLSpace
 from hwnas.ground_truth import ground_truth_dir
 
 LTS_DIR = ground_truth_dir() / "lts"
@@ -291,7 +291,7 @@ def test_registered() -> None:
 
 # -- the builder -------------------------------------------------------------------------------
 def builder() -> Any:
-    pytest.importorskip("torch", reason="archvocab.transxl_build needs torch (the agent extra)")
+    pytest.importorskip("torch", reason="transxl's builder needs torch (the agent extra)")
     return get_kind("transxl").load_builder()
 
 
@@ -304,7 +304,7 @@ def run(spec: TransXLSpec, tokens: Any, model: Any = None) -> Any:
 
 
 def test_counts_equal_the_built_model_over_random_specs() -> None:
-    from archvocab.build import count_parameters
+    from archvocab.spaces.gpt2.build import count_parameters
 
     rng = random.Random(3)
     specs = [random_spec(rng, max_vocab=3000, max_width=64) for _ in range(40)]
@@ -374,7 +374,7 @@ def test_the_zero_memory_is_attended() -> None:
 def test_rel_shift_aligns_each_query_with_its_distance() -> None:
     import torch
 
-    from archvocab.transxl_build import rel_shift
+    from archvocab.spaces.transxl.build import rel_shift
 
     qlen, klen = 4, 7
     scores = torch.randn(2, 3, qlen, klen)  # column j: the distance klen - 1 - j
@@ -436,7 +436,7 @@ def test_gpt2_lm1b_logs_count_a_transformer_xl() -> None:
 def test_every_lts_model_built_matches_its_log(name: str) -> None:
     import torch
 
-    from archvocab.build import count_parameters
+    from archvocab.spaces.gpt2.build import count_parameters
 
     for model in load_lts(name):
         spec = TransXLSpec.from_lts_config(model["config"])

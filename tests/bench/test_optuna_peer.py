@@ -8,8 +8,8 @@ import random
 import moocore
 import numpy as np
 
-from archvocab.space import GPT2Space, IntRange
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space, IntRange
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from bench.peers.optuna_peer import run_optuna_nsga2
 from proxies.params import decoder_params, total_params
 

@@ -17,7 +17,7 @@ import pytest
 
 from agent.measure import MeasurementCancelled
 from archvocab.registry import parse_spec
-from archvocab.space import GPT2Space
+from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings, ProxyRequest
 from bench import agent_scaling as scaling
 from bench.replay import DeviceReplay

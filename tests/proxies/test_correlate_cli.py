@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from archvocab.errors import InvalidSpec
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from hwnas.cli import main
 from hwnas.ground_truth import ground_truth_dir
 from hwnas.proxies_cli import HEADERS, plain_table, render, table_rows

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from archvocab.errors import InvalidSpec
-from archvocab.spec import GPT2Spec
-from archvocab.transxl import TransXLSpec
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.transxl.spec import TransXLSpec
 
 torch = pytest.importorskip("torch", reason="low-cost proxies run the model")
 from proxies.inputs import ProxyInputs  # noqa: E402

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from hwnas.ground_truth import ground_truth_dir
 from proxies.params import (
     attention_params,
@@ -72,7 +72,7 @@ def test_wt103_counts_are_reproduced_exactly(wt103: list) -> None:
 
 def test_wt103_built_models_have_the_logged_counts(wt103: list) -> None:
     torch = pytest.importorskip("torch", reason="building models needs torch")
-    from archvocab.build import build_model, count_parameters
+    from archvocab.spaces.gpt2.build import build_model, count_parameters
 
     # Every 4th model: the analytic counts already cover all 200 and equal the built ones.
     for spec, params, _ in wt103[::4]:

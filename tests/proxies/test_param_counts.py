@@ -1,4 +1,4 @@
-"""The analytic counts equal the parameters of the model archvocab.build builds."""
+"""The analytic counts equal the parameters of the model archvocab.spaces.gpt2.build builds."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import random
 import pytest
 
 from archvocab.errors import InvalidSpec
-from archvocab.space import GPT2Space, IntRange
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space, IntRange
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from proxies import PROXIES, get_proxy
 from proxies.params import decoder_params, total_params
 
 torch = pytest.importorskip("torch", reason="counting a built model needs torch")
-from archvocab.build import build_model, count_parameters  # noqa: E402
+from archvocab.spaces.gpt2.build import build_model, count_parameters  # noqa: E402
 
 SMALL = dict(
     n_layer=IntRange(1, 4),

@@ -10,8 +10,8 @@ import random
 import pytest
 
 from archvocab.errors import InvalidSpec
-from archvocab.rnncell import RNNCellSpace, RNNCellSpec
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.nasbench_nlp.space import RNNCellSpace, RNNCellSpec
 from hwnas.ground_truth import ground_truth_dir
 
 torch = pytest.importorskip("torch", reason="the metrics run the model")

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from archvocab.errors import InvalidSpec
-from archvocab.flexibert import EncoderLayer, FlexiBERTSpec
-from archvocab.spec import GPT2Spec
-from archvocab.transxl import TransXLSpec
+from archvocab.spaces.flexibert.spec import EncoderLayer, FlexiBERTSpec
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.transxl.spec import TransXLSpec
 from hwnas.ground_truth import ground_truth_dir
 
 torch = pytest.importorskip("torch", reason="the proxies run the model")

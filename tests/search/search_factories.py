@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from archvocab.space import GPT2Space, IntRange
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space, IntRange
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params, total_params
 from search.engine import Engine

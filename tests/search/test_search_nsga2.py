@@ -22,8 +22,8 @@ from search_factories import (
     tiny_space,
 )
 
-from archvocab.space import GPT2Space, IntRange
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.gpt2.space import GPT2Space, IntRange
+from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params, total_params
 from search import PENDING, HistoryRecord, InvalidHistory

@@ -22,8 +22,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from search_factories import OBJECTIVES, measure, score
 
-from archvocab.flexibert_space import DEFAULT_OPERATIONS
 from archvocab.registry import ArchSpec, kind_names, parse_space
+from archvocab.spaces.flexibert.space import DEFAULT_OPERATIONS
 from archvocab.wire import Constraints, Population
 from search import LTSEngine, NSGA2Engine, SteadyStateEngine
 from search.breeding import breed

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typing
 
-from archvocab.search_wire import SearchCreate
+from archvocab.wire import SearchCreate
 from search.strategies import ENGINES
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from search_factories import score, small_space
 
-from archvocab.space import GPT2Space
+from archvocab.spaces.gpt2.space import GPT2Space
 from proxies.flops import flops
 from search.surrogate import CostModel, analytic_features
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from archvocab.space import GPT2Space
+from archvocab.spaces.gpt2.space import GPT2Space
 from tests.factories import FAST_MEASUREMENT, TINY_SPACE, play_agent, register, search_request
 
 # A small baseline so that synthetic measurements scale like the tiny space's models.

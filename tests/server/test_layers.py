@@ -89,7 +89,7 @@ def test_imports_point_down_the_layers():
         ("server.api.deps", "from ..app import errors", True),
         ("server.services.jobs", "from server.services import searches", False),
         ("server.cli.serve", "from server.app import asgi\nfrom server import errors", False),
-        ("server.store.rows", "from archvocab.search_wire import SearchCreate", False),
+        ("server.store.rows", "from archvocab.wire import SearchCreate", False),
     ],
 )
 def test_the_rule_sees_upward_imports(module, source, offends):

@@ -1,8 +1,6 @@
-"""HTTP wire schemas shared by the server, the agent and clients (pydantic v2).
-
-Validation lives here so that every entry point rejects the same inputs with the same
-messages: each error names the field and the allowed values.
-"""
+"""Wire schemas of one measurement: how an agent measures a candidate (`MeasurementSettings`),
+what it reports (`MeasurementResult`: latency statistics, memory, provenance, reference
+readings), the low-cost proxies it computes and how a measurement fails (`Failure`)."""
 
 from __future__ import annotations
 
@@ -10,38 +8,15 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from archvocab.json_value import JsonObject
-from archvocab.proxy_catalog import proxy_names
+from archvocab.wire.base import Strict
 
-PROXY_OBJECTIVES = proxy_names()
-HARDWARE_OBJECTIVES = ("latency_ms", "memory_mb")
-OBJECTIVES = PROXY_OBJECTIVES + HARDWARE_OBJECTIVES
-# Proxies are maximised (more decoder parameters predict lower perplexity); cost is minimised.
-OBJECTIVE_SENSE = {
-    **{name: "max" for name in PROXY_OBJECTIVES},
-    "latency_ms": "min",
-    "memory_mb": "min",
-}
 # "refused": the agent would not build it (over its limits or its free memory; agent.guard).
 FAILURE_KINDS = ("invalid_spec", "out_of_memory", "timeout", "error", "refused")
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    @field_validator("*")
-    @classmethod
-    def _no_nul(cls, value: Any) -> Any:
-        # PostgreSQL text cannot hold NUL: refused here, with the same answer on every store.
-        texts = value if isinstance(value, (list, tuple)) else (value,)
-        if any(isinstance(text, str) and "\x00" in text for text in texts):
-            raise ValueError("must not contain NUL characters (\\x00)")
-        return value
-
-
-# -- measurement ----------------------------------------------------------------------------
 RUNTIMES = ("torch", "onnxruntime")
 Runtime = Literal["torch", "onnxruntime"]
 
@@ -252,149 +227,3 @@ class Failure(Strict):
     def _printable(cls, value: Any) -> Any:
         # Text captured from a crash may hold NULs: an agent's report is cleaned, not refused.
         return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
-
-
-# -- agents ---------------------------------------------------------------------------------
-class DeviceFingerprint(Strict):
-    hostname: str = Field(max_length=255)
-    os: str = Field(max_length=255)
-    cpu_model: str = Field(max_length=255)
-    machine: str = Field(max_length=64, description="machine architecture, e.g. x86_64, aarch64")
-    cores: int = Field(ge=1, le=100000)
-    ram_bytes: int = Field(ge=0)
-    torch_version: str = Field(max_length=64)
-    accelerator: str | None = Field(None, max_length=255)
-    runtimes: list[Runtime] = Field(
-        default_factory=lambda: ["torch"], description="runtimes this agent can measure with"
-    )
-
-
-class AgentRegistration(Strict):
-    device_class: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
-    name: str | None = Field(None, max_length=100)
-    fingerprint: DeviceFingerprint
-
-
-class AgentInfo(BaseModel):
-    agent_id: str
-    device_class: str
-    name: str | None
-    heartbeat_interval_s: float
-    lease_seconds: float
-    # The agent's own secret for claims, heartbeats and results, issued once at registration
-    # by a server with authentication on (None otherwise).
-    credential: str | None = None
-
-
-class AgentView(BaseModel):
-    """A registered agent as users see it."""
-
-    agent_id: str
-    name: str | None
-    device_class: str
-    fingerprint: DeviceFingerprint
-    registered_at: datetime
-    last_seen_at: datetime
-    jobs_done: int
-    failures: int
-    online: bool = Field(False, description="seen within the server's lease period")
-
-
-class ReferenceJob(BaseModel):
-    """The search's reference architecture, which the agent re-measures (with the job's
-    settings, in a fresh process) before a job when its last reading is older than `every_s`
-    seconds or `every_jobs` jobs; the reading goes out with the result (`ReferenceReading`)."""
-
-    arch_id: str
-    spec: dict[str, Any]
-    every_jobs: int = Field(ge=1)
-    every_s: float = Field(gt=0)
-
-
-class JobLease(BaseModel):
-    """A claimed job: build `spec`, measure it with `settings`, report before expiry."""
-
-    job_id: int
-    lease_id: str
-    lease_expires_at: datetime
-    lease_seconds: float
-    search_id: int
-    arch_id: str
-    spec: dict[str, Any]
-    settings: MeasurementSettings
-    proxies: ProxyRequest | None = Field(
-        None, description="low-cost proxies to compute too (in a process of their own)"
-    )
-    reference: ReferenceJob | None = Field(
-        None, description="the reference architecture to keep re-measuring (drift and noise)"
-    )
-    busy_retries: int = Field(
-        0, ge=0, description="measure again, up to this many times, while the result is busy"
-    )
-
-
-class LeaseRef(Strict):
-    agent_id: str = Field(max_length=64)
-    lease_id: str = Field(max_length=64)
-
-
-class JobResult(LeaseRef):
-    """Exactly one of `measurement` (success) or `failure`."""
-
-    measurement: MeasurementResult | None = None
-    failure: Failure | None = None
-
-    @model_validator(mode="after")
-    def _one_outcome(self) -> JobResult:
-        if (self.measurement is None) == (self.failure is None):
-            raise ValueError("exactly one of measurement or failure must be given")
-        return self
-
-
-class ResultReceipt(BaseModel):
-    """The server's answer to a job result. A job keeps the first result it accepts: the same
-    result sent again (a retry after a lost answer) is a `duplicate` and changes nothing."""
-
-    job_id: int
-    accepted: bool
-    duplicate: bool = False
-
-
-class LeaseStatus(BaseModel):
-    job_id: int
-    lease_expires_at: datetime
-
-
-# The search schemas live in archvocab.search_wire (which builds on this module); they are
-# importable from here too, looked up on first use so that neither module imports the other
-# while it is being initialised.
-_SEARCH_SCHEMAS = frozenset(
-    {
-        "ArchitectureExport",
-        "BaselineComparison",
-        "BaselineCreate",
-        "Budget",
-        "CandidateInfo",
-        "Constraints",
-        "HypervolumePoint",
-        "HypervolumeSettings",
-        "HypervolumeTrace",
-        "ModelError",
-        "NoiseSettings",
-        "NoiseSummary",
-        "ObjectiveBest",
-        "Population",
-        "Progress",
-        "SearchCreate",
-        "SearchInfo",
-        "SearchReport",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SEARCH_SCHEMAS:
-        from archvocab import search_wire
-
-        return getattr(search_wire, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

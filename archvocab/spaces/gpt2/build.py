@@ -15,8 +15,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from archvocab.attention_build import Attend
-from archvocab.spec import GPT2Spec
+from archvocab.spaces.attention_build import Attend
+from archvocab.spaces.gpt2.spec import GPT2Spec
 
 
 class CausalSelfAttention(nn.Module):

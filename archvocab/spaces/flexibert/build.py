@@ -24,8 +24,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from archvocab.attention_build import Attend
-from archvocab.flexibert import EncoderLayer, FlexiBERTSpec
+from archvocab.spaces.attention_build import Attend
+from archvocab.spaces.flexibert.spec import EncoderLayer, FlexiBERTSpec
 
 
 def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Analytic parameter counts of a GPT2Spec, no model instantiated.
 
-The counts mirror `archvocab.build` exactly (tests compare them over hundreds of specs) and
-reproduce LTS's published `params` for random_GPT2_wt103.
+The counts mirror `archvocab.spaces.gpt2.build` exactly (tests compare them over hundreds of
+specs) and reproduce LTS's published `params` for random_GPT2_wt103.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from archvocab.spec import GPT2Spec
+    from archvocab.spaces.gpt2.spec import GPT2Spec
 
 
 def attention_params(d_model: int) -> int:

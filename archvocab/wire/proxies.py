@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, field_validator
 
 from archvocab.proxy_catalog import PROXY_CATALOG
-from archvocab.wire import Strict
+from archvocab.wire.base import Strict
 
 
 class ProxyInfo(BaseModel):

@@ -11,7 +11,7 @@ cached hidden states per layer. Measurement has no previous segment, so the memo
 zero-filled (not empty): each forward does the work over mem_len + seq keys that the model
 does in steady state (dense kernels cost the same for zeros). The new memory is not returned.
 
-The adaptive input is `archvocab.build.AdaptiveEmbedding` (same layout as archai's); the
+The adaptive input is `archvocab.spaces.gpt2.build.AdaptiveEmbedding` (same layout as archai's); the
 adaptive softmax is built here because its projections are tied per cluster (`tie_projs`:
 LTS's WikiText-103 runs tie the tails, its LM1B runs tie none), which GPT-2's is not.
 """
@@ -22,10 +22,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from archvocab.attention_build import Attend
-from archvocab.build import AdaptiveEmbedding
-from archvocab.spec import GPT2Spec
-from archvocab.transxl import TransXLSpec
+from archvocab.spaces.attention_build import Attend
+from archvocab.spaces.gpt2.build import AdaptiveEmbedding
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.transxl.spec import TransXLSpec
 
 
 def _init(*shape: int) -> nn.Parameter:

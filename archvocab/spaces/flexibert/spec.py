@@ -7,7 +7,7 @@ feed-forward stack. Field names follow the benchmark (../shared/data/tfnas/BERT_
 Embeddings are ELECTRA-small's, as the benchmark's models use them: a 30522-token vocabulary,
 512 positions, 2 token types, width 128 projected to the hidden size when that differs.
 
-The layout the counts below mirror (`archvocab.flexibert_build`), per layer: the operation,
+The layout the counts below mirror (`archvocab.spaces.flexibert.build`), per layer: the operation,
 a hidden x hidden output projection, residual and LayerNorm; then the feed-forward stack
 (hidden -> f, (stacks - 1) x f -> f, f -> hidden, GELU after each but the last), residual and
 LayerNorm: post-LayerNorm BERT, as FlexiBERT's and the benchmark's code build it.
@@ -209,7 +209,7 @@ def _parse_layers(value: Any) -> tuple[EncoderLayer, ...]:
     return tuple(layers)
 
 
-# -- analytic parameter counts (mirroring archvocab.flexibert_build) ---------------------------
+# -- analytic parameter counts (mirroring archvocab.spaces.flexibert.build) ------------------
 def linear_params(n_in: int, n_out: int, bias: bool = True) -> int:
     return n_in * n_out + (n_out if bias else 0)
 

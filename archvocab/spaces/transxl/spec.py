@@ -1,5 +1,5 @@
-"""The Transformer-XL spec and its analytic counts: LTS's second backbone. The search space
-and the `KIND` registration: `archvocab.transxl_space`; the torch builder: `transxl_build`.
+"""The Transformer-XL spec and its analytic counts: LTS's second backbone. The search space is
+`archvocab.spaces.transxl.space`, the torch builder `archvocab.spaces.transxl.build`.
 
 Layout (LTS's archai MemTransformerLM, attn_type 0): post-norm decoder layers of relative
 multi-head attention (bias-free fused QKV, relative-position projection r_net, bias-free output
@@ -154,7 +154,7 @@ class TransXLSpec(SpecIdentity):
         return self.decoder_params() + embedding_params(self) + output_head_params(self)
 
 
-# -- analytic counts (mirroring archvocab.transxl_build; tests compare them) -------------------
+# -- analytic counts (mirroring archvocab.spaces.transxl.build; tests compare them) ----------
 def attention_params(d_model: int, width: int) -> int:
     """QKV (3 d w) + relative-position projection (d w) + output (w d), no biases; u and v."""
     return 5 * d_model * width + 2 * width

@@ -1,5 +1,5 @@
-"""The attention kernel every builder calls, as a module of its own (torch: named *_build so
-that the torch-free vocabulary never imports it).
+"""The attention kernel every transformer builder calls, as a module of its own (torch: named
+*_build so that the torch-free vocabulary never imports it).
 
 A parameter-free `nn.Module` around `scaled_dot_product_attention`, so that a forward hook
 can see each head's output and the query, key and mask its probabilities come from (the

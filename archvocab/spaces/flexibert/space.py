@@ -1,5 +1,5 @@
-"""The FlexiBERT search space (Training-free NAS, Table 1): sampling, mutation, crossover,
-membership, and the `KIND` registration. The spec and its counts: `archvocab.flexibert`.
+"""The FlexiBERT search space (Training-free NAS, Table 1): sampling, mutation, crossover and
+membership. The spec and its counts: `archvocab.spaces.flexibert.spec`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from archvocab.errors import InvalidSpec
-from archvocab.flexibert import (
+from archvocab.identity import Membership
+from archvocab.spaces.flexibert.spec import (
     _LAYER_FIELDS,
     _SIZE_FIELDS,
     ELECTRA_MAX_POSITIONS,
@@ -25,8 +26,6 @@ from archvocab.flexibert import (
     _reject_unknown,
     check_operation,
 )
-from archvocab.identity import Membership
-from archvocab.registry import SpaceKind
 
 DEFAULT_OPERATIONS: tuple[tuple[str, str | int], ...] = (
     ("SA", "SDP"),
@@ -292,14 +291,3 @@ def _parse_operations(value: Any) -> tuple[tuple[str, str | int], ...]:
             raise InvalidSpec(f"operations.{op_type}", f"must be a list, got {parameters!r}")
         pairs += [(op_type, parameter) for parameter in parameters]
     return tuple(pairs)
-
-
-KIND = SpaceKind(
-    name=SPEC_KIND,
-    spec_type=FlexiBERTSpec,
-    space_type=FlexiBERTSpace,
-    builder="archvocab.flexibert_build",
-    runtimes=("torch", "onnxruntime"),
-    summary="FlexiBERT's heterogeneous BERT encoder (Training-free NAS, Table 1): per-layer "
-    "attention, Fourier/cosine mixing or dynamic convolution, heads and feed-forward stacks",
-)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from archvocab.wire import Strict
+from archvocab.wire.base import Strict
 
 # Columns every table has, in this order; the search's proxy objective follows if it is not
 # one of them, then "spec" (the architecture's plain data, for hover and the table).

@@ -2,7 +2,7 @@
 
 A spec accepts any self-consistent shape (also shapes outside a search space's grid, such as
 LTS's published random models); whether a spec belongs to a search space is the space's
-business (`archvocab.space`).
+business (`archvocab.spaces.gpt2.space`).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from archvocab import gpt2_counts
 from archvocab.errors import InvalidSpec
 from archvocab.grid import shrinks_to_nothing
 from archvocab.identity import SpecIdentity
+from archvocab.spaces.gpt2 import counts as gpt2_counts
 
 if TYPE_CHECKING:
-    from archvocab.registry import ArchSpec
+    pass
 
 SPEC_KIND = "gpt2"
 DEFAULT_VOCAB_SIZE = 50257
@@ -127,14 +127,6 @@ class GPT2Spec(SpecIdentity):
 
     def total_params(self) -> int:
         return gpt2_counts.total_params(self)
-
-
-def parse_spec(data: Mapping[str, Any]) -> ArchSpec:
-    """Parse a spec of any registered space kind from its plain-data form (what travels
-    over HTTP); without "kind" it is a GPT-2 spec."""
-    from archvocab.registry import parse_spec as parse_any
-
-    return parse_any(data)
 
 
 def _per_layer(value: Any, n_layer: int) -> tuple[int, ...]:

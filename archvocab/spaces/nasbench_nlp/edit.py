@@ -13,7 +13,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from archvocab.rnncell_graph import OPS, CellNode, X, output_index, state_input, state_output
+from archvocab.spaces.nasbench_nlp.graph import (
+    OPS,
+    CellNode,
+    X,
+    output_index,
+    state_input,
+    state_output,
+)
 
 INSERTED = "inserted"  # the name a mutation gives its new node (canonical names differ)
 

@@ -1,5 +1,5 @@
 """LTS's Transformer-XL search space: sampling, mutation, crossover, membership, the
-layer-scaled baseline, and the `KIND` registration. The spec and its counts: `archvocab.transxl`.
+layer-scaled baseline. The spec and its counts: `archvocab.spaces.transxl.spec`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any, ClassVar, cast
 from archvocab.errors import InvalidSpec
 from archvocab.grid import IntRange
 from archvocab.identity import Membership
-from archvocab.registry import SpaceKind
-from archvocab.space import LIMITS, GPT2Space
-from archvocab.spec import GPT2Spec
-from archvocab.transxl import (
+from archvocab.spaces.gpt2.space import LIMITS, GPT2Space
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.spaces.transxl.spec import (
     SPEC_KIND,
     WT103_CUTOFFS,
     WT103_SEGMENT,
@@ -154,14 +153,3 @@ def _genes(spec: TransXLSpec) -> GPT2Spec:
     """GPT2Space's operators read only the genes both kinds share (n_layer, d_model, d_inner,
     n_head, d_embed, div_val), so a Transformer-XL spec is passed to them as it is."""
     return cast(GPT2Spec, spec)
-
-
-KIND = SpaceKind(
-    name=SPEC_KIND,
-    spec_type=TransXLSpec,
-    space_type=TransXLSpace,
-    builder="archvocab.transxl_build",
-    runtimes=("torch", "onnxruntime"),
-    summary="LTS's heterogeneous Transformer-XL: relative attention with segment memory, "
-    "per-layer heads and feed-forward width, adaptive input and softmax",
-)

@@ -1,6 +1,6 @@
 """The NAS-Bench-NLP spec (kind "nasbench_nlp"): a recurrent cell in its language model, counted.
 
-A spec is a cell graph (`archvocab.rnncell_graph`) plus the language model around it, as
+A spec is a cell graph (`archvocab.spaces.nasbench_nlp.graph`) plus the language model around it, as
 NAS-Bench-NLP trained it on WikiText-2 (AWD-LSTM's model with the cell in place of the LSTM):
 an embedding of `d_embed`, `n_layer` recurrent layers of `d_hidden` (a tied model's last
 layer is `d_embed` wide so the decoder can share the embedding matrix), a decoder with a bias.
@@ -19,7 +19,7 @@ from typing import Any
 
 from archvocab.errors import InvalidSpec
 from archvocab.identity import SpecIdentity
-from archvocab.rnncell_graph import CellGraph, X
+from archvocab.spaces.nasbench_nlp.graph import CellGraph, X
 
 SPEC_KIND = "nasbench_nlp"
 WIKITEXT2_VOCAB = 33278  # AWD-LSTM's WikiText-2 vocabulary (with <eos>), the logs' ntoken

@@ -1,7 +1,7 @@
-"""NAS-Bench-NLP's recurrent-cell search space (kind "nasbench_nlp") and its registry entry.
+"""NAS-Bench-NLP's recurrent-cell search space (kind "nasbench_nlp").
 
-The spec and its parameter counts live in `archvocab.rnncell_spec`, the cell graph in
-`archvocab.rnncell_graph`, the graph surgery of the operators in `archvocab.rnncell_edit`.
+The spec and its parameter counts live in `spec` beside this module, the cell graph in
+`graph`, the graph surgery of the operators in `edit` (all in `archvocab.spaces.nasbench_nlp`).
 Every operator returns a member: it builds the edited cell (which validates it) and redraws
 until the result is valid and inside the space.
 """
@@ -15,9 +15,8 @@ from typing import Any, ClassVar
 
 from archvocab.errors import InvalidSpec
 from archvocab.identity import Membership
-from archvocab.registry import SpaceKind
-from archvocab.rnncell_edit import graft, mutate_nodes, random_nodes
-from archvocab.rnncell_graph import (
+from archvocab.spaces.nasbench_nlp.edit import graft, mutate_nodes, random_nodes
+from archvocab.spaces.nasbench_nlp.graph import (
     MAX_LINEAR_INPUTS,
     MAX_NODES,
     MAX_STATES,
@@ -25,9 +24,15 @@ from archvocab.rnncell_graph import (
     CellGraph,
     CellNode,
 )
-from archvocab.rnncell_spec import HPARAMS, SPEC_KIND, WIKITEXT2_VOCAB, RNNCellSpec, check_hparams
+from archvocab.spaces.nasbench_nlp.spec import (
+    HPARAMS,
+    SPEC_KIND,
+    WIKITEXT2_VOCAB,
+    RNNCellSpec,
+    check_hparams,
+)
 
-__all__ = ["KIND", "CellGraph", "RNNCellSpace", "RNNCellSpec"]
+__all__ = ["CellGraph", "RNNCellSpace", "RNNCellSpec"]
 
 _TRIES = 200  # attempts of an operator before it falls back to a fresh sample
 
@@ -190,14 +195,3 @@ class RNNCellSpace(Membership):
         except InvalidSpec:
             return None
         return spec if self.contains(spec) else None
-
-
-KIND = SpaceKind(
-    name=SPEC_KIND,
-    spec_type=RNNCellSpec,
-    space_type=RNNCellSpace,
-    builder="archvocab.rnncell_build",
-    runtimes=("torch", "onnxruntime"),
-    summary="NAS-Bench-NLP's recurrent cells (linear, activations, element-wise ops, blend) "
-    "in a 3-layer AWD-LSTM-style language model with a tied decoder",
-)

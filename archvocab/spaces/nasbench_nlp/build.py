@@ -21,8 +21,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from archvocab.rnncell_graph import CellGraph, X, state_input, state_output
-from archvocab.rnncell_spec import RNNCellSpec
+from archvocab.spaces.nasbench_nlp.graph import CellGraph, X, state_input, state_output
+from archvocab.spaces.nasbench_nlp.spec import RNNCellSpec
 
 _ACTIVATIONS = {
     "activation_tanh": torch.tanh,

@@ -1,31 +1,31 @@
-"""Wire schemas of searches: what users send to start one and what they read back.
+"""Wire schemas of starting a search: what users send (`SearchCreate`, `BaselineCreate` and their
+settings) and the objectives they choose from.
 
-Validation happens here, once, with messages that name the field and the allowed values.
-"""
+Validation happens here, once, with messages that name the field and the allowed values."""
 
 from __future__ import annotations
 
 import math
-from datetime import datetime
-from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from archvocab.errors import InvalidSpec
 from archvocab.json_value import JsonObject
-from archvocab.proxy_catalog import PROXY_CATALOG, check_proxy_for_kind
+from archvocab.proxy_catalog import PROXY_CATALOG, check_proxy_for_kind, proxy_names
 from archvocab.registry import get_kind, kind_names, parse_space
-from archvocab.wire import (
-    HARDWARE_OBJECTIVES,
-    OBJECTIVE_SENSE,
-    OBJECTIVES,
-    PROXY_OBJECTIVES,
-    Failure,
-    MeasurementSettings,
-    ProxyInputSettings,
-    Strict,
-)
+from archvocab.wire.base import Strict
+from archvocab.wire.measurement import MeasurementSettings, ProxyInputSettings
+
+PROXY_OBJECTIVES = proxy_names()
+HARDWARE_OBJECTIVES = ("latency_ms", "memory_mb")
+OBJECTIVES = PROXY_OBJECTIVES + HARDWARE_OBJECTIVES
+# Proxies are maximised (more decoder parameters predict lower perplexity); cost is minimised.
+OBJECTIVE_SENSE = {
+    **{name: "max" for name in PROXY_OBJECTIVES},
+    "latency_ms": "min",
+    "memory_mb": "min",
+}
 
 
 class Budget(Strict):
@@ -307,231 +307,3 @@ class BaselineCreate(Strict):
             device_class=self.device_class,
             measurement=self.measurement,
         )
-
-
-class Progress(BaseModel):
-    budget: int
-    proposed: int
-    queued: int
-    running: int
-    measured: int
-    failed: int
-    reused: int = Field(description="measured candidates whose result came from the cache")
-    generation: int
-    hypervolume: float | None = Field(
-        None,
-        description="of the measured frontier, normalised (see /hypervolume); None "
-        "until the reference is fixed",
-    )
-    remeasured: int = Field(0, description="re-measurements of frontier points done so far")
-    remeasuring: int = Field(0, description="re-measurements queued or running")
-    remeasure_budget: int = Field(0, description="re-measurements the search may spend")
-
-
-class ObjectiveBest(BaseModel):
-    objective: str
-    sense: str
-    value: float
-    arch_id: str
-
-
-class HypervolumePoint(BaseModel):
-    """The measured frontier's hypervolume after one more result."""
-
-    results: int = Field(description="results told so far (measurements and failures)")
-    measured: int = Field(description="successful measurements so far")
-    device_s: float = Field(description="device-seconds the agents spent so far")
-    at: datetime
-    hypervolume: float
-
-
-class HypervolumeTrace(BaseModel):
-    """How a search converges: its hypervolume after every result."""
-
-    search_id: int
-    objectives: list[str]
-    ideal: dict[str, float] | None = Field(description="normalised to 0 (None until fixed)")
-    reference: dict[str, float] | None = Field(description="normalised to 1")
-    source: dict[str, str] = Field(
-        default_factory=dict, description="per objective: where its reference came from"
-    )
-    points: list[HypervolumePoint]
-
-
-class ModelError(BaseModel):
-    """How far a surrogate's predictions were from what the device measured."""
-
-    objective: str
-    predictions: int = Field(description="measured candidates that had a prediction")
-    median_abs_pct: float = Field(description="median |predicted - measured| / measured, in %")
-    p90_abs_pct: float
-    recent_median_abs_pct: float = Field(description="the same over the latest 50")
-
-
-class NoiseSummary(BaseModel):
-    """What the search knows of its device class's measurement noise (search.noise)."""
-
-    confidence: float
-    sigma: dict[str, float] = Field(
-        description="per measured objective: the log-scale spread between fresh processes"
-    )
-    dof: dict[str, float] = Field(description="degrees of freedom of sigma, the prior's included")
-    reference_readings: int = Field(description="readings of the reference architecture so far")
-    earlier_readings: int = Field(
-        0,
-        description="reference readings from earlier searches on this device class with the "
-        "same settings, which the noise model learns from too",
-    )
-    reference_level: dict[str, float] | None = Field(
-        description="the median reference reading, what drift-corrected values are relative to"
-    )
-    interval_rel: dict[str, list[float]] = Field(
-        description="per measured objective: the interval of a single measurement relative "
-        "to its value, [low, high]"
-    )
-    busy_results: int = Field(description="results measured while the machine looked busy")
-    plain_frontier_size: int = Field(description="the frontier if the values were exact")
-
-
-class SearchStatus(StrEnum):
-    """Where a search is: proposing and measuring, done (budget spent or space exhausted), or
-    stopped by its user."""
-
-    RUNNING = "running"
-    FINISHED = "finished"
-    CANCELLED = "cancelled"
-
-
-class JobStatus(StrEnum):
-    """Where one candidate's measurement is: waiting for an agent, leased to one, told
-    (measured or failed), or dropped with its cancelled search."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    MEASURED = "measured"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class SearchInfo(BaseModel):
-    id: int
-    name: str | None
-    status: SearchStatus
-    device_class: str
-    created_at: datetime
-    finished_at: datetime | None
-    finish_reason: str | None
-    progress: Progress
-    frontier_size: int
-    best: list[ObjectiveBest]
-    surrogate: list[ModelError] = Field(
-        default_factory=list,
-        description="strategy hwnas: the cost models' prediction error so far",
-    )
-    noise: NoiseSummary | None = None
-    request: SearchCreate
-
-
-class CandidateInfo(BaseModel):
-    arch_id: str
-    generation: int
-    status: JobStatus
-    spec: dict[str, Any]
-    objectives: dict[str, float | None]
-    feasible: bool | None
-    on_frontier: bool
-    reused: bool = Field(False, description="measurement reused from an earlier search")
-    failure: Failure | None = None
-    measurement: dict[str, Any] | None = None
-    intervals: dict[str, list[float]] = Field(
-        default_factory=dict,
-        description="per measured objective, [low, high]: meant to contain a re-measurement "
-        "in a fresh process on the device class with probability noise.confidence",
-    )
-    corrected: dict[str, float] = Field(
-        default_factory=dict,
-        description="per measured objective, the value corrected for drift by the nearest "
-        "reference reading (to the median of the search's reference readings)",
-    )
-    frontier_group: str | None = Field(
-        None,
-        description="on the frontier: the arch id of the nominal frontier point it cannot be "
-        "told apart from (its own id for a nominal frontier point)",
-    )
-    busy: bool = Field(
-        False, description="its first measurement was taken while the machine looked busy"
-    )
-    measurements: int = Field(
-        0,
-        description="quiet measurements its values are the geometric mean of (the first and "
-        "any re-measurements); 0 when every one was busy: then it stays off the frontier",
-    )
-
-
-class ReportPoint(BaseModel):
-    arch_id: str
-    n_layer: int
-    decoder_params: float
-    latency_ms: float
-    memory_mb: float
-
-
-class BaselineComparison(BaseModel):
-    """The frontier against the deepest point of a layer-scaled baseline (LTS section 4)."""
-
-    baseline_search_id: int
-    deepest: ReportPoint = Field(description="the baseline's deepest measured model")
-    matched: ReportPoint | None = Field(
-        description="the frontier point with the fewest decoder parameters at or above the "
-        "deepest baseline's (the same predicted perplexity)"
-    )
-    latency_speedup: float | None = Field(description="deepest baseline / matched latency")
-    memory_reduction: float | None = Field(description="deepest baseline / matched memory")
-    fastest: ReportPoint | None = Field(description="lowest latency with >= its parameters")
-    leanest: ReportPoint | None = Field(description="lowest memory with >= its parameters")
-    note: str = ""
-
-
-class SearchReport(BaseModel):
-    search_id: int
-    status: str
-    measured: int
-    frontier_size: int
-    baseline: BaselineComparison | None
-    note: str = Field("", description="why there is no comparison, when there is none")
-
-
-class SpaceKindInfo(BaseModel):
-    """A registered space kind as users see it."""
-
-    name: str
-    summary: str
-    runtimes: list[str]
-    layer_scaled_baseline: bool
-    defaults: dict[str, Any] = Field(description="the space's default settings")
-
-
-class SpecCheck(Strict):
-    """Is `spec` a valid architecture, and a member of `space`?"""
-
-    space: JsonObject = Field(default_factory=dict, description="kind and settings")
-    spec: JsonObject
-
-
-class SpecChecked(BaseModel):
-    kind: str
-    arch_id: str
-    decoder_params: int
-    total_params: int
-    member: bool = Field(description="always true: a non-member gets 422 naming the field")
-
-
-class ArchitectureExport(BaseModel):
-    """An architecture as a user takes it away to train: its spec and where it came from."""
-
-    arch_id: str
-    kind: str
-    spec: dict[str, Any] = Field(description="the spec's canonical plain data, with its kind")
-    decoder_params: int
-    total_params: int = Field(description="every parameter of the built model, tied ones once")
-    searches: list[int] = Field(description="ids of the searches that proposed it, ascending")

@@ -15,8 +15,12 @@ from typing import Any, ClassVar
 from archvocab.errors import InvalidSpec
 from archvocab.grid import IntRange, positive_int
 from archvocab.identity import Membership
-from archvocab.registry import SpaceKind
-from archvocab.spec import DEFAULT_CUTOFFS, DEFAULT_N_POSITIONS, DEFAULT_VOCAB_SIZE, GPT2Spec
+from archvocab.spaces.gpt2.spec import (
+    DEFAULT_CUTOFFS,
+    DEFAULT_N_POSITIONS,
+    DEFAULT_VOCAB_SIZE,
+    GPT2Spec,
+)
 
 # Sanity ceilings for a search space: far beyond small language models, but they keep a
 # request from asking for million-layer models or a list of a billion d_inner values.
@@ -302,14 +306,3 @@ class GPT2Space(Membership):
             vocab_size=self.vocab_size,
             n_positions=self.n_positions,
         )
-
-
-KIND = SpaceKind(
-    name="gpt2",
-    spec_type=GPT2Spec,
-    space_type=GPT2Space,
-    builder="archvocab.build",
-    runtimes=("torch", "onnxruntime"),
-    summary="LTS's heterogeneous GPT-2 decoder: per-layer heads and feed-forward width, "
-    "adaptive input and softmax",
-)
