@@ -1,9 +1,9 @@
 """Search spaces are plugins: one registry, found by name by the server, agents, search, proxies.
 
 A space kind is a package of its own, `archvocab/spaces/<kind>/`: torch-free modules for its
-spec (with its analytic parameter counts) and its search space, a torch one for the builder
-(`build`), and `KIND = SpaceKind(...)` in its `__init__`. Adding a space is that package and
-one line in `_KIND_MODULES` below.
+spec (with its analytic parameter counts), its search space and its memory footprint, a
+torch one for the builder (`build`), and `KIND = SpaceKind(...)` in its `__init__`. Adding a
+space is that package and one line in `_KIND_MODULES` below.
 
 The contracts every space keeps are the Protocols `ArchSpec`, `SearchSpace` and `Builder`;
 tests/archvocab/test_vocab_registry.py runs one parametrized suite over every registered kind.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -130,6 +130,9 @@ class SpaceKind:
     summary: str
     # Runtimes that can measure this kind ("onnxruntime" needs an ONNX export of its models).
     runtimes: tuple[str, ...] = ("torch",)
+    # (spec, batch, seq, positions the output head scores) -> an upper bound on the activation
+    # elements alive at once in one forward pass (archvocab.footprint); None: as its weights.
+    activations: Callable[[Any, int, int, int], int] | None = None
 
     def parse_spec(self, data: Mapping[str, Any]) -> ArchSpec:
         return _read("spec", lambda: self.spec_type.from_dict(data))  # type: ignore[no-any-return]

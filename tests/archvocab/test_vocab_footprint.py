@@ -11,7 +11,8 @@ GPT2 = {"n_layer": 1, "d_model": 64, "d_inner": [128], "n_head": [2], "d_embed":
 
 
 def test_every_registered_kind_has_an_activation_estimate_of_its_own() -> None:
-    # Without one a kind falls back to "as much as its weights": add it to archvocab.footprint.
+    # Without one a kind falls back to "as much as its weights": give its KIND `activations`
+    # (archvocab/spaces/<kind>/footprint.py).
     assert sorted(footprint.estimated_kinds()) == sorted(kind_names())
 
 
