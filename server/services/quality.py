@@ -36,7 +36,6 @@ from server.store.rows import CandidateRow, SearchRow
 
 SPACE_SAMPLE = 500  # specs sampled to bound a zero-cost proxy when the search starts
 FIRST_RESULTS = 10  # successful measurements that fix a reference nothing else gave
-_BOUNDS = {"latency_ms": "max_latency_ms", "memory_mb": "max_memory_mb"}
 
 
 def initial_normalisation(request: SearchCreate) -> dict:
@@ -58,13 +57,13 @@ def initial_normalisation(request: SearchCreate) -> dict:
             ideal.setdefault(name, max(values))
             reference[name] = min(values)
             source[name] = f"space sample ({SPACE_SAMPLE} specs)"
+    bounds = request.constraints.hardware_bounds()
     for name in request.objectives:
         if name not in HARDWARE_OBJECTIVES:
             continue
         ideal.setdefault(name, 0.0)
-        bound = getattr(request.constraints, _BOUNDS[name])
-        if name not in reference and bound is not None:
-            reference[name], source[name] = float(bound), "constraint"
+        if name not in reference and name in bounds:
+            reference[name], source[name] = bounds[name], "constraint"
     return {"ideal": ideal, "reference": reference, "source": source}
 
 
