@@ -54,30 +54,25 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # bench/proxies.py
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import httpx  # noqa: E402
-
-from agent.launch import start_forkserver  # noqa: E402
-from agent.measure import measure_candidate  # noqa: E402
-from agent.reference import measure_until_quiet  # noqa: E402
-from archvocab.registry import parse_space  # noqa: E402
-from archvocab.wire import MeasurementResult, MeasurementSettings  # noqa: E402
-from bench.load import machine_busy  # noqa: E402
-from bench.search_efficiency import commit  # noqa: E402
-from search.noise import METRICS, fit, reference_architecture  # noqa: E402
-from search.pareto import front_beyond_noise, non_dominated_mask  # noqa: E402
-from tests.processes import Processes, free_port, start_agent, start_server  # noqa: E402
+from agent.launch import start_forkserver
+from agent.measure import measure_candidate
+from agent.reference import measure_until_quiet
+from archvocab.registry import parse_space
+from archvocab.wire import MeasurementResult, MeasurementSettings
+from bench.machine import commit, machine_busy
+from hwnas.testing.agents import start_agent
+from hwnas.testing.ports import free_port
+from hwnas.testing.processes import Processes
+from hwnas.testing.servers import start_server
+from search.noise import METRICS, fit, reference_architecture
+from search.pareto import front_beyond_noise, non_dominated_mask
 
 API = "/api/v1"
 DEVICE_CLASS = "bench-cpu"
@@ -635,7 +630,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     preset = QUICK if args.quick else FULL
     request = search_request(args, preset)
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     load = LOADS[args.load_kind](args.load)
     with tempfile.TemporaryDirectory(prefix="hwnas-repro-") as tmp, load:
         with LoadSampler() as sampler:
@@ -675,7 +670,7 @@ def report_payload(
     return {
         "command": command(args),
         "started_at": started_at,
-        "commit": commit().replace(" at commit ", ""),
+        "commit": commit() or "",
         "device": {"class": DEVICE_CLASS, "cpu_model": cpu, "cores": os.cpu_count()},
         "load": {"processes": args.load, "kind": args.load_kind, "phases": sampler.summary()},
         "search": {

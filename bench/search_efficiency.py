@@ -32,7 +32,6 @@ import math
 import random
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,6 +44,7 @@ from archvocab.registry import parse_space, parse_spec
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import NoiseSettings, Population
+from bench.machine import commit
 from bench.peers.optuna_peer import run_optuna_nsga2
 from bench.replay import DEFAULT_TABLE, DeviceReplay
 from proxies.flops import flops
@@ -123,19 +123,6 @@ def make_normaliser(replay: DeviceReplay, space: GPT2Space) -> Normaliser:
             "memory_mb": worst.memory_mb,
         },
     )
-
-
-def commit() -> str:
-    """' at commit X' (the checkout's HEAD, '+' when the tree has changes), or ''."""
-    try:
-        run = [["git", "rev-parse", "--short", "HEAD"], ["git", "status", "--porcelain"]]
-        head, dirty = (
-            subprocess.run(a, cwd=ROOT, capture_output=True, text=True, check=True).stdout
-            for a in run
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return f" at commit {head.strip()}{'+' if dirty.strip() else ''}"
 
 
 def describe(spec: GPT2Spec) -> str:
@@ -535,8 +522,9 @@ def report(
     """The printed markdown and the summary for the JSON."""
     norm = normaliser.to_dict()
     largest, smallest = extremes(space)
+    at = commit()
     lines = [
-        f"Command: `{command}`{commit()}",
+        f"Command: `{command}`" + (f" at commit {at}" if at else ""),
         "",
         f"Device: replayed from {shown(args.table)} ({args.seeds} seeds, one measurement at a "
         "time).",
