@@ -3,8 +3,10 @@
 Strategies are ask/tell engines on `search.engine.Engine`, one module each in
 `search.strategies`, registered there by name: `lts` (LTS Algorithm 1), `nsga2` (pymoo's
 NSGA-II), `hwnas` (hwnas's own: steady-state evolution with surrogate screening) and
-`layer_scaled` (the layer-scaling baseline). `search.pareto` holds the exact non-dominated-set computation,
-`search.hypervolume` the normalised hypervolume every strategy is judged by.
+`layer_scaled` (the layer-scaling baseline). `search.pareto` holds the exact
+non-dominated-set computation, `search.hypervolume` the normalised hypervolume every
+strategy is judged by, `search.objectives` what a frontier is made of (senses, bounds, the
+frontier beyond noise), `search.noise` the measurement-noise model.
 """
 
 from search.engine import Engine
