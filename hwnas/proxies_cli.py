@@ -43,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
     if args.proxies_command != "correlate":
         print(f"hwnas proxies: unknown command {args.proxies_command!r}", file=sys.stderr)
         return 2
+    try:
+        get_proxy(args.proxy)  # a wrong name is the first thing to say, data or none
+    except InvalidSpec as exc:
+        print(f"hwnas proxies correlate: {exc.message}", file=sys.stderr)
+        return 2
     if args.files:
         return correlate(args.files, args.proxy, as_json=args.json)
     try:
