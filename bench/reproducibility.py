@@ -15,11 +15,10 @@ retried as the agent does: `agent.reference.measure_until_quiet`). Reported, for
   |log ratio| of re-measurement to first measurement) beside the within-process ci_rel;
 - memory repeatability: the CV of memory between fresh processes, per candidate (its first
   measurement and its re-measurements) and of the reference readings;
-- frontier stability: the plain frontier (exact values) and the frontier beyond noise
-  (`search.pareto.front_beyond_noise` with the API's relative interval widths), each
-  computed from the first measurements and again from the re-measurements, over the
-  candidates quiet (not busy) in both: the share of the first frontier's members kept, and
-  the flips (membership changes either way);
+- frontier stability (`bench/frontier_stability.py`): the plain frontier and the frontier
+  beyond noise, each computed from the first measurements and again from the
+  re-measurements, over the candidates quiet (not busy) in both: the share of the first
+  frontier's members kept, the membership flips, and the decision flips (certain <-> off);
 - cost: device-seconds of candidates (their `total_s`) against those of reference readings
   (readings counted by the agent's own counter, each costed at the median `total_s` of the
   reference's re-measurements here) and busy retries (each costed at its candidate's kept
@@ -38,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import itertools
 import json
 import math
 import os
@@ -66,13 +64,14 @@ from agent.measure import measure_candidate
 from agent.reference import measure_until_quiet
 from archvocab.registry import parse_space
 from archvocab.wire import MeasurementResult, MeasurementSettings
+from bench import frontier_stability
+from bench.frontier_stability import frontier_sets
 from bench.machine import commit, machine_busy
 from hwnas.testing.agents import start_agent
 from hwnas.testing.ports import free_port
 from hwnas.testing.processes import Processes
 from hwnas.testing.servers import start_server
 from search.noise import METRICS, fit, reference_architecture
-from search.pareto import front_beyond_noise, non_dominated_mask
 
 API = "/api/v1"
 DEVICE_CLASS = "bench-cpu"
@@ -429,85 +428,13 @@ def agent_reference_readings(candidates: list[dict[str, Any]]) -> list[dict[str,
     return list(seen.values())
 
 
-def _front_sets(
-    params: np.ndarray,
-    values: np.ndarray,
-    rel: dict[str, list[float]],
-    metrics: Sequence[str] = METRICS,
-) -> tuple[set[int], set[int]]:
-    """(plain, beyond-noise) frontier row indices: params maximised; `metrics` (the columns
-    of `values`) minimised with intervals of the given relative widths."""
-    nominal = np.column_stack([-params, values])
-    low, high = nominal.copy(), nominal.copy()
-    for j, metric in enumerate(metrics, start=1):
-        low[:, j] = nominal[:, j] * rel[metric][0]
-        high[:, j] = nominal[:, j] * rel[metric][1]
-    mask, _ = front_beyond_noise(nominal, low, high)
-    return set(np.flatnonzero(non_dominated_mask(nominal))), set(np.flatnonzero(mask))
-
-
-def _compare(before: set[int], after: set[int]) -> dict[str, Any]:
-    return {
-        "size_before": len(before),
-        "size_after": len(after),
-        "kept": len(before & after),
-        "kept_share": len(before & after) / len(before) if before else None,
-        "left": len(before - after),
-        "entered": len(after - before),
-        "flips": len(before ^ after),
-    }
-
-
-def frontier_stability(
-    candidates: list[dict[str, Any]],
-    again: dict[str, list[dict[str, Any]]],
-    rel: dict[str, list[float]],
-    repeats: int,
-    metrics: Sequence[str] = METRICS,
-) -> dict[str, Any]:
-    """Per repeat, the frontiers (decoder_params and `metrics`) from the first measurements
-    against those from that repeat's re-measurements, over the feasible candidates quiet in
-    both; then the mean."""
-    runs: list[dict[str, Any]] = []
-    for r in range(repeats):
-        pool = [
-            (c, again[c["arch_id"]][r])
-            for c in candidates
-            if c["feasible"] and not c["busy"] and len(again[c["arch_id"]]) > r
-        ]
-        pool = [(c, g) for c, g in pool if "failure" not in g and not g["busy"]]
-        params = np.array([c["objectives"]["decoder_params"] for c, _ in pool], dtype=float)
-        first = np.array([[first_values(c)[m] for m in metrics] for c, _ in pool], dtype=float)
-        later = np.array([[g[m] for m in metrics] for _, g in pool], dtype=float)
-        shape = (-1, len(metrics))
-        plain0, noisy0 = _front_sets(params, first.reshape(shape), rel, metrics)
-        plain1, noisy1 = _front_sets(params, later.reshape(shape), rel, metrics)
-        runs.append(
-            {
-                "pool": len(pool),
-                "plain": _compare(plain0, plain1),
-                "noise_aware": _compare(noisy0, noisy1),
-            }
-        )
-    mean = {
-        kind: {k: _mean([run[kind][k] for run in runs]) for k in runs[0][kind]}
-        for kind in ("plain", "noise_aware")
-    }
-    return {"per_repeat": runs, **mean, "pool": _mean([run["pool"] for run in runs])}
-
-
-def _mean(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.fmean(known) if known else None
-
-
 def server_agreement(candidates: list[dict[str, Any]], rel: dict[str, list[float]]) -> int:
     """How many candidates this script's frontier beyond noise (first measurements, the
     server's pool: feasible and not busy) places differently from the API's `on_frontier`."""
     pool = [c for c in candidates if c["feasible"] and not c["busy"]]
     params = np.array([c["objectives"]["decoder_params"] for c in pool], dtype=float)
     values = np.array([[first_values(c)[m] for m in METRICS] for c in pool], dtype=float)
-    _, mine = _front_sets(params, values.reshape(-1, 2), rel)
+    mine = frontier_sets(params, values.reshape(-1, 2), rel)["members"]
     theirs = {i for i, c in enumerate(pool) if c["on_frontier"]}
     outside = sum(c["on_frontier"] for c in candidates if c not in pool)
     return len(mine ^ theirs) + outside
@@ -557,13 +484,9 @@ def analyse(
     noise = found["search"]["noise"]
     rel = noise["interval_rel"]
     request = found["search"]["request"]
-    frontier = frontier_stability(candidates, again, rel, repeats)
+    rows = [candidate_row(c, again[c["arch_id"]]) for c in candidates]
+    frontier = frontier_stability.analyse(rows, rel, repeats)
     frontier["server_disagreements"] = server_agreement(candidates, rel)
-    # With three correlated objectives most of a small search is non-dominated; two
-    # objectives at a time make frontiers that re-measurement can actually move.
-    frontier["pairs"] = {
-        m: frontier_stability(candidates, again, rel, repeats, (m,)) for m in METRICS
-    }
     return {
         "coverage": {
             "all": coverage(candidates, again, quiet=False),
@@ -598,6 +521,9 @@ def targets(a: dict[str, Any]) -> dict[str, bool | None]:
         "memory_cv_le_3pct": None if mem is None else mem <= MEMORY_CV_TARGET,
         "noise_frontier_keeps_ge_90": at_least(noisy["kept_share"], KEPT_TARGET),
         "noise_flips_le_half_plain": noisy["flips"] <= 0.5 * plain["flips"],
+        "noise_decision_flips_le_half_plain": (
+            a["frontier"]["decisions"]["flips"] <= 0.5 * plain["flips"]
+        ),
     }
 
 
@@ -717,6 +643,7 @@ def candidate_row(c: dict[str, Any], again: list[dict[str, Any]]) -> dict[str, A
         "intervals": c["intervals"],
         "busy": c["busy"],
         "feasible": c["feasible"],
+        "reused": c["reused"],
         "on_frontier": c["on_frontier"],
         "total_s": m["total_s"],
         "again": again,
@@ -782,17 +709,8 @@ def summary(p: dict[str, Any]) -> list[str]:
         f"frontier (params, latency, memory; and two at a time) over "
         f"{p['frontier']['pool']:.0f} candidates quiet in both "
         f"(script vs server frontier disagreements: {p['frontier']['server_disagreements']}):",
-        "| frontier | size before -> after | kept | flips (left + entered) |",
-        "|---|---|---|---|",
+        *frontier_stability.table(p["frontier"]),
     ]
-    rows = [("", p["frontier"])]
-    rows += [(f"params+{m}, ", x) for m, x in p["frontier"]["pairs"].items()]
-    for (label, frontier), kind in itertools.product(rows, ("plain", "noise_aware")):
-        f = frontier[kind]
-        lines.append(
-            f"| {label}{kind} | {f['size_before']:.1f} -> {f['size_after']:.1f} | "
-            f"{pct(f['kept_share'])} | {f['flips']:.1f} ({f['left']:.1f} + {f['entered']:.1f}) |"
-        )
     c = p["cost"]
     lines += [
         "",

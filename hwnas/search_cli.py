@@ -143,7 +143,7 @@ def _noise_line(noise: Any) -> str:
         f"noise: {noise.confidence:.0%} interval of a re-measurement: {widths} "
         f"(from {noise.reference_readings} reference readings); busy results "
         f"{noise.busy_results} (kept off the frontier); {noise.plain_frontier_size} on the "
-        f"frontier if values were exact"
+        f"frontier if values were exact, {noise.certain_frontier_size} on it whatever the noise"
     )
 
 
@@ -194,16 +194,19 @@ def _pareto(client: Client, args: argparse.Namespace, out: Console, _err: Consol
         "arch id",
         *shown,
         "group",
+        "certain",
         "spec",
         title=f"search {args.search_id}: Pareto frontier",
         caption="[low, high]: where a re-measurement should fall; one group: cannot be told "
-        "apart (* its nominal frontier point)",
+        "apart (* its nominal frontier point); certain: on the frontier whatever a "
+        "re-measurement gives",
     )
     for p in sorted(points, key=lambda p: p.objectives.get("latency_ms") or 0):
         values = [_with_interval(p.objectives.get(o), p.intervals.get(o)) for o in shown]
         group = p.frontier_group or ""
         mark = "*" if group == p.arch_id else ""
-        table.add_row(p.arch_id, *values, f"{group[:8]}{mark}", _spec_summary(p.spec))
+        certain = "yes" if p.frontier_certain else ""
+        table.add_row(p.arch_id, *values, f"{group[:8]}{mark}", certain, _spec_summary(p.spec))
     out.print(table)
     return 0
 

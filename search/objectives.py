@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from archvocab.errors import InvalidSpec
 from archvocab.wire import OBJECTIVE_SENSE, Constraints
 from search.errors import InvalidResult
-from search.pareto import front_beyond_noise
+from search.pareto import beyond_doubt, front_beyond_noise
 
 
 def within_bounds(constraints: Constraints, values: Mapping[str, float | None]) -> bool:
@@ -36,8 +36,22 @@ def front_of(nominal: NDArray, half_widths: NDArray) -> tuple[NDArray[np.bool_],
     within a log half-width (`half_widths`, same shape; 0 where exact): (mask, group) as
     `search.pareto.front_beyond_noise` gives them. Engines and the server's result tables
     both call this."""
+    low, high = _interval(nominal, half_widths)
+    return front_beyond_noise(nominal, low, high)
+
+
+def certain_of(nominal: NDArray, half_widths: NDArray, members: NDArray) -> NDArray[np.bool_]:
+    """Which `members` of `front_of`'s frontier stay on it whatever the noise
+    (`search.pareto.beyond_doubt`); the others cannot be told on or off it."""
+    low, high = _interval(nominal, half_widths)
+    return beyond_doubt(low, high, members)
+
+
+def _interval(nominal: NDArray, half_widths: NDArray) -> tuple[NDArray, NDArray]:
+    """(low, high) of minimised values known to within log half-widths (negated values
+    flip which end is which)."""
     low, high = nominal * np.exp(-half_widths), nominal * np.exp(half_widths)
-    return front_beyond_noise(nominal, np.minimum(low, high), np.maximum(low, high))
+    return np.minimum(low, high), np.maximum(low, high)
 
 
 class Objectives:

@@ -208,3 +208,40 @@ def front_beyond_noise(
             lt = np.any(front < values[i], axis=1)
             group[i] = front_idx[np.flatnonzero(le & lt)[0]]
     return mask, group
+
+
+def beyond_doubt(low: ArrayLike, high: ArrayLike, members: ArrayLike) -> NDArray[np.bool_]:
+    """Which `members` (a boolean mask, usually `front_beyond_noise`'s) stay on the frontier
+    whatever the noise: no other member's best case (`low`) dominates their worst case
+    (`high`). The rest of the frontier beyond noise cannot be told on or off it.
+
+    Members suffice as rivals: a point off that frontier is dominated beyond noise by some
+    worst case, which then dominates this point's worst case too, and following such points
+    ends at a member (the order is strict and finite).
+    """
+    lo, hi = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    inside = np.asarray(members, dtype=bool)
+    if lo.shape != hi.shape or lo.ndim != 2 or inside.shape != (len(lo),):
+        raise ValueError(
+            f"low and high must be (n, k) arrays of one shape and members an (n,) mask, got "
+            f"{lo.shape}, {hi.shape}, {inside.shape}"
+        )
+    out = np.zeros(len(lo), dtype=bool)
+    idx = np.flatnonzero(inside)
+    rivals = lo[idx]
+    for start in range(0, len(idx), _BLOCK):
+        rows = idx[start : start + _BLOCK]
+        doubted = np.zeros(len(rows), dtype=bool)
+        for f in range(0, len(idx), _FRONT_BLOCK):
+            # (rows x rivals): does rival j's best case dominate row i's worst case?
+            block = rivals[f : f + _FRONT_BLOCK]
+            le = block[None, :, 0] <= hi[rows][:, None, 0]
+            lt = block[None, :, 0] < hi[rows][:, None, 0]
+            for j in range(1, lo.shape[1]):
+                le &= block[None, :, j] <= hi[rows][:, None, j]
+                lt |= block[None, :, j] < hi[rows][:, None, j]
+            hit = le & lt
+            own = rows[:, None] == idx[None, f : f + _FRONT_BLOCK]
+            doubted |= (hit & ~own).any(axis=1)
+        out[rows] = ~doubted
+    return out

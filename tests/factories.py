@@ -88,7 +88,8 @@ def check_frontier_beyond_noise(
     """The API's frontier is the frontier beyond noise: a measured candidate is on it exactly
     when no other's worst case (the far ends of its intervals) dominates its best case, and a
     frontier point that another dominates nominally is grouped with a nominal frontier point
-    that does. Returns the nominal frontier's arch ids."""
+    that does; it is certain exactly when no other's best case dominates its worst case. Returns
+    the nominal frontier's arch ids."""
 
     def bound(c: dict[str, Any], end: int) -> list[float]:
         values = dict(c["objectives"])
@@ -105,6 +106,10 @@ def check_frontier_beyond_noise(
         beyond = any(dominates(bound(o, 1), bound(c, 0)) for o in measured if o is not c)
         assert (c["arch_id"] in by_id) == (not beyond), c["arch_id"]
     for arch_id, point in by_id.items():
+        doubted = any(
+            dominates(bound(o, 0), bound(point, 1)) for o in measured if o["arch_id"] != arch_id
+        )
+        assert point["frontier_certain"] is (not doubted), arch_id
         group = point["frontier_group"]
         assert group in plain, (arch_id, group)
         if arch_id in plain:

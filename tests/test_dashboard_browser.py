@@ -31,6 +31,14 @@ return trace ? trace.querySelectorAll('path.point').length : -1;
 """
 
 
+# The frontier trace's marker symbols: filled for a certain point, hollow for one the noise
+# cannot tell on or off the frontier.
+FRONTIER_SYMBOLS = """
+const trace = document.querySelector(arguments[0]).data.find(t => t.name === 'frontier');
+return trace.marker.symbol;
+"""
+
+
 # The frontier trace's latencies (its y) and error bars above and below, in one plot.
 FRONTIER_BARS = """
 const trace = document.querySelector(arguments[0]).data.find(t => t.name === 'frontier');
@@ -111,6 +119,12 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
         low, high = expected[point["arch_id"]]
         assert (x - below, x + above) == (pytest.approx(low), pytest.approx(high))
     assert len(bars[0]) == len(pareto)
+    symbols = browser.execute_script(FRONTIER_SYMBOLS, "#plot-proxy-latency")
+    certain = sum(p["frontier_certain"] for p in pareto)
+    assert symbols.count("circle") == certain == api_noise["certain_frontier_size"]
+    assert symbols.count("circle-open") == len(pareto) - certain
+    shown = browser.find_element("css selector", "#frontier-certain").text
+    assert shown == str(certain)
     busy = browser.find_element("css selector", "#busy-results").text
     assert busy == str(api_noise["busy_results"])
     remeasured = browser.find_element("css selector", "#remeasured").text

@@ -87,11 +87,15 @@ def test_status_list_and_pareto_agree_with_the_rest_api(finished):
         assert low < point["objectives"]["latency_ms"] < high
         assert point["frontier_group"] in [p["arch_id"] for p in front]
     assert "[" in table.stdout and "cannot be told apart" in table.stdout
+    assert "whatever a re-measurement gives" in " ".join(table.stdout.split())  # may wrap
     text = hwnas(url, "status", str(search_id), via_env=True)
     assert f"frontier: {len(front)} architectures" in text.stdout
     readings = info["noise"]["reference_readings"]
     assert readings >= 1  # the agent measured the search's reference architecture
     assert f"from {readings} reference readings" in text.stdout
+    certain = info["noise"]["certain_frontier_size"]
+    assert certain == sum(p["frontier_certain"] for p in front)
+    assert f"{certain} on it whatever the noise" in " ".join(text.stdout.split())
     progress = info["progress"]
     assert f"re-measured {progress['remeasured']} (+0 to go) of 0" in text.stdout  # 10% of 6
 

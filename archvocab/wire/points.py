@@ -57,6 +57,11 @@ class SearchPoints(Strict):
         description="per frontier arch id: the nominal frontier point it cannot be told apart "
         "from (itself for a nominal frontier point)",
     )
+    certain: list[str] = Field(
+        default_factory=list,
+        description="the frontier arch ids no other point could dominate within the noise "
+        "(on the frontier whatever a re-measurement gives)",
+    )
     epoch: str = Field(
         description="changes when earlier rows change (their hypervolumes, once the "
         "normalisation is fixed): a reader holding rows of another epoch reads again from 0"

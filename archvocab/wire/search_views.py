@@ -96,6 +96,11 @@ class NoiseSummary(BaseModel):
     )
     busy_results: int = Field(description="results measured while the machine looked busy")
     plain_frontier_size: int = Field(description="the frontier if the values were exact")
+    certain_frontier_size: int = Field(
+        0,
+        description="frontier points no other point could dominate within the noise: they "
+        "stay on it whatever a re-measurement gives; the rest cannot be told on or off it",
+    )
 
 
 class SearchStatus(StrEnum):
@@ -162,6 +167,12 @@ class CandidateInfo(BaseModel):
         None,
         description="on the frontier: the arch id of the nominal frontier point it cannot be "
         "told apart from (its own id for a nominal frontier point)",
+    )
+    frontier_certain: bool | None = Field(
+        None,
+        description="on the frontier: true when no other point could dominate it within the "
+        "noise (it stays on whatever a re-measurement gives), false when the noise cannot "
+        "tell it on or off; null off the frontier",
     )
     busy: bool = Field(
         False, description="its first measurement was taken while the machine looked busy"

@@ -49,7 +49,13 @@ export function slice(div, x, y, data) {
     y: frontier.map((r) => r[y]),
     text: frontier.map((r) => r.hover),
     hoverinfo: "text",
-    marker: { color: FRONTIER, size: 9, line: { color: "#fff", width: 1 } },
+    // Filled: on the frontier whatever the noise; hollow: the noise cannot tell.
+    marker: {
+      color: FRONTIER,
+      size: 9,
+      symbol: frontier.map((r) => (r.certain === false ? "circle-open" : "circle")),
+      line: { color: FRONTIER, width: 1.5 },
+    },
     error_x: errorBars(frontier, x, intervals),
     error_y: errorBars(frontier, y, intervals),
   });

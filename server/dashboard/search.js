@@ -52,6 +52,7 @@ async function refresh(view, state) {
     || JSON.stringify(points.intervals) !== JSON.stringify(state.intervals || {});
   state.frontier = new Set(points.frontier);
   state.intervals = points.intervals;
+  state.certain = new Set(points.certain || []);
   state.estimates = points.estimates;
   if (state.baseline === null) state.baseline = await baseline(state);
   renderFacts(view, info, state);
@@ -158,7 +159,7 @@ function renderFacts(view, info, state) {
     <span>space <b>${esc(info.request.space.kind || "gpt2")}</b></span>
     <span>running <b>${p.running}</b>, queued <b>${p.queued}</b>, failed <b>${p.failed}</b></span>
     <span title="frontier points the noise could not tell apart, measured again once the budget was spent">re-measured <b id="remeasured">${p.remeasured}</b> of ${p.remeasure_budget}</span>
-    <span>frontier <b id="frontier-size">${info.frontier_size}</b></span>
+    <span title="filled: on the frontier whatever a re-measurement gives; hollow: the noise cannot tell it on or off">frontier <b id="frontier-size">${info.frontier_size}</b>${info.noise ? `, certain <b id="frontier-certain">${info.noise.certain_frontier_size}</b>` : ""}</span>
     <span>hypervolume <b>${hv}</b></span>
     ${noiseFacts(info.noise)}
     <span>baseline <b>${state.baseline && state.baseline.length ? `${state.baseline.length} depths` : "none"}</b></span>`;
@@ -181,7 +182,12 @@ async function renderData(view, state) {
     rows: measured,
     // A re-measured frontier point is drawn at the mean of its measurements.
     frontier: measured.filter((r) => state.frontier.has(r.arch_id))
-      .map((r) => ({ ...r, ...(state.estimates?.[r.arch_id] || {}) })),
+      .map((r) => ({
+        ...r,
+        ...(state.estimates?.[r.arch_id] || {}),
+        certain: state.certain.has(r.arch_id),
+        hover: `${state.certain.has(r.arch_id) ? "certain" : "within noise"}<br>${r.hover}`,
+      })),
     intervals: state.intervals || {},
     baseline: state.baseline || [],
   };

@@ -34,6 +34,7 @@ def search_points(services: Services, search_id: int, after: int = 0) -> SearchP
                 for arch, u in table.uncertainty.items()
             },
             groups={arch: u.group for arch, u in table.uncertainty.items() if u.group},
+            certain=[arch for arch, u in table.uncertainty.items() if u.certain],
             estimates={
                 arch: dict(u.values) for arch, u in table.uncertainty.items() if u.measurements > 1
             },

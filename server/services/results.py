@@ -18,7 +18,7 @@ import numpy as np
 
 from archvocab.wire import OBJECTIVE_SENSE, JobStatus, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
-from search.objectives import front_of
+from search.objectives import certain_of, front_of
 from server.services.frontier import feasibility
 
 
@@ -68,6 +68,7 @@ class Uncertainty:
     intervals: dict[str, tuple[float, float]]
     corrected: dict[str, float]
     group: str | None  # arch id of the nominal frontier point it cannot be told apart from
+    certain: bool = False  # on the frontier whatever the noise (`search.pareto.beyond_doubt`)
 
 
 @dataclass
@@ -191,7 +192,9 @@ class ResultTable:
     def earlier_readings(self) -> int:
         return sum(1 for key in self._earlier if key not in self._readings)
 
-    def describe(self, arch_id: str, group: str | None = None) -> Uncertainty | None:
+    def describe(
+        self, arch_id: str, group: str | None = None, certain: bool = False
+    ) -> Uncertainty | None:
         """The best estimate of a told architecture's hardware values, their intervals (at
         the search's confidence) and drift-corrected values; None without a quiet
         measurement. Drift is corrected by the reference reading beside the first one."""
@@ -215,7 +218,7 @@ class ResultTable:
             intervals[metric] = self.noise.interval(metric, value, self.confidence, len(measured))
             reading = t.reference[i] if t.reference else None
             corrected[metric] = value * drift_factor(reading, level[i] if level else None)
-        return Uncertainty(values, len(quiet), intervals, corrected, group)
+        return Uncertainty(values, len(quiet), intervals, corrected, group, certain)
 
     def _frontier(self, pool: list[Told]) -> None:
         """The frontier beyond noise among `pool` (results with a quiet measurement count),
@@ -258,10 +261,14 @@ class ResultTable:
                 half[:, j] = [widths[r] for r in repeats]
         signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
         mask, group = front_of(nominal * signs, half)
+        certain = certain_of(nominal * signs, half, mask)
         self.plain_frontier = int(np.sum(group == np.arange(len(group))))
-        members = [(pool[rows[i]], pool[rows[group[i]]].arch_id) for i in np.flatnonzero(mask)]
-        self.frontier = sorted((t for t, _ in members), key=lambda t: t.seq)
-        self.uncertainty = {t.arch_id: self.describe(t.arch_id, g) for t, g in members}
+        members = [
+            (pool[rows[i]], pool[rows[group[i]]].arch_id, bool(certain[i]))
+            for i in np.flatnonzero(mask)
+        ]
+        self.frontier = sorted((t for t, _, _ in members), key=lambda t: t.seq)
+        self.uncertainty = {t.arch_id: self.describe(t.arch_id, g, c) for t, g, c in members}
 
     def _correct(self, pool: list[Told], nominal: np.ndarray, usable: np.ndarray) -> None:
         """Drift-correct `pool`'s measured objectives in place (as `describe` does for one)

@@ -68,6 +68,7 @@ def candidate_info(row: CandidateRow, request: SearchCreate, table: ResultTable)
         intervals={k: list(v) for k, v in noise.intervals.items()} if noise else {},
         corrected=dict(noise.corrected) if noise else {},
         frontier_group=noise.group if noise and on_frontier else None,
+        frontier_certain=noise.certain if noise and on_frontier else None,
         busy=bool(m.busy) if m else False,
         measurements=noise.measurements if noise else 0,
     )
@@ -184,6 +185,7 @@ def noise_summary(table: ResultTable) -> NoiseSummary | None:
         interval_rel={m: list(noise.interval(m, 1.0, table.confidence)) for m in METRICS},
         busy_results=sum(1 for t in table.rows if t.busy),
         plain_frontier_size=table.plain_frontier,
+        certain_frontier_size=sum(u.certain for u in table.uncertainty.values()),
     )
 
 
@@ -203,6 +205,7 @@ CSV_COLUMNS = (
     "memory_low_mb",
     "memory_high_mb",
     "frontier_group",
+    "frontier_certain",
     "memory_kind",
     "weights_mb",
     "runtime",
@@ -241,6 +244,7 @@ def frontier_csv(points: list[CandidateInfo]) -> str:
                 m.get("peak_memory_mb"),
                 *p.intervals.get("memory_mb", (None, None)),
                 p.frontier_group,
+                p.frontier_certain,
                 memory.get("primary"),
                 memory.get("weights_mb"),
                 provenance.get("runtime"),

@@ -99,6 +99,11 @@ def test_frontiers_and_cost_add_up(quick: tuple[dict[str, Any], str]) -> None:
         assert f["flips"] == f["left"] + f["entered"]
     # Beyond noise keeps every nominal frontier point, and maybe more.
     assert frontier["noise_aware"]["size_before"] >= frontier["plain"]["size_before"]
+    decided = frontier["decisions"]
+    size = frontier["noise_aware"]["size_before"]
+    assert decided["certain_before"] + decided["cannot_tell_before"] == size
+    assert decided["certain_before"] <= frontier["plain"]["size_before"]
+    assert sum(frontier["per_repeat"][0]["decisions"]["transitions"].values()) == frontier["pool"]
     assert set(frontier["pairs"]) == {"latency_ms", "memory_mb"}
     for pair in frontier["pairs"].values():
         assert pair["pool"] == frontier["pool"]
@@ -107,36 +112,6 @@ def test_frontiers_and_cost_add_up(quick: tuple[dict[str, Any], str]) -> None:
     assert cost["candidates_s"] > 0 and cost["reference_each_s"] > 0
     assert cost["busy_retries"] == cost["busy_retries_counter"]
     assert cost["reference_measurements"] >= cost["reference_readings_carried"] >= 1
-
-
-def test_identical_re_measurements_flip_nothing() -> None:
-    candidates = [
-        {
-            "arch_id": str(i),
-            "feasible": True,
-            "busy": False,
-            "objectives": {"decoder_params": 1e6 * (i + 1)},
-            "measurement": {"latency_ms": 10.0 + 3 * i + (i % 3), "peak_memory_mb": 100 + i},
-        }
-        for i in range(8)
-    ]
-    again = {
-        c["arch_id"]: [
-            {
-                "latency_ms": c["measurement"]["latency_ms"],
-                "memory_mb": c["measurement"]["peak_memory_mb"],
-                "busy": False,
-            }
-        ]
-        for c in candidates
-    }
-    rel = {"latency_ms": [0.9, 1.1], "memory_mb": [0.97, 1.03]}
-    got = rp.frontier_stability(candidates, again, rel, repeats=1)
-    for kind in ("plain", "noise_aware"):
-        assert got[kind]["flips"] == 0 and got[kind]["kept_share"] == 1.0
-    # A busy re-measurement takes its candidate out of both pools, as the server would.
-    again["0"][0]["busy"] = True
-    assert rp.frontier_stability(candidates, again, rel, repeats=1)["pool"] == 7
 
 
 def test_agent_counters_are_read_from_its_last_stop_line() -> None:

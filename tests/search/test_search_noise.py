@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from search.noise import PRIOR_DOF, drift_factor, fit, pooled_log_variance, prior
-from search.pareto import front_beyond_noise, non_dominated_mask
+from search.pareto import beyond_doubt, front_beyond_noise, non_dominated_mask
 
 
 def test_pooled_variance_ignores_singletons_and_pools_within_groups() -> None:
@@ -114,3 +114,57 @@ def test_front_beyond_noise_grows_with_the_intervals() -> None:
 def test_front_beyond_noise_rejects_intervals_missing_their_value() -> None:
     with pytest.raises(ValueError, match="contain"):
         front_beyond_noise([[1.0, 1.0]], [[1.1, 1.0]], [[1.2, 1.0]])
+
+
+def test_beyond_doubt_keeps_only_what_no_rival_could_dominate() -> None:
+    # (params negated, latency): A and B are 1% apart, E has the most parameters
+    nominal = np.array([[-10.0, 1.00], [-10.0, 1.01], [-5.0, 3.0], [-20.0, 5.0]])
+    rel = np.array([[0, 0.05]] * 4)
+    low, high = nominal * (1 - rel), nominal * (1 + rel)
+    low[:, 0] = high[:, 0] = nominal[:, 0]
+    mask, _ = front_beyond_noise(nominal, low, high)
+    assert list(mask) == [True, True, False, True]
+    # A or B could be the faster one; nothing has E's parameter count
+    assert list(beyond_doubt(low, high, mask)) == [False, False, False, True]
+
+
+def _doubted_brute_force(low: np.ndarray, high: np.ndarray, members: np.ndarray) -> np.ndarray:
+    n = len(low)
+    out = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(members):
+        rivals = [j for j in range(n) if j != i]  # every other point, not only members
+        le = np.all(low[rivals] <= high[i], axis=1)
+        lt = np.any(low[rivals] < high[i], axis=1)
+        out[i] = not (le & lt).any()
+    return out
+
+
+@pytest.mark.parametrize("width", [0.0, 0.01, 0.05])
+def test_beyond_doubt_matches_its_definition_across_blocks(width: float) -> None:
+    rng = np.random.default_rng(5)
+    points = rng.random((700, 3)) + 1
+    points[:, 2] = 4 - points[:, 0] - points[:, 1] + 0.3 * rng.random(700)  # a wide front
+    points[10] = points[11]  # an exact copy
+    low, high = points * (1 - width), points * (1 + width)
+    mask, _ = front_beyond_noise(points, low, high)
+    assert mask.sum() > 256  # more members than one block
+    certain = beyond_doubt(low, high, mask)
+    assert (certain == _doubted_brute_force(low, high, mask)).all()
+    assert not (certain & ~non_dominated_mask(points)).any()  # a subset of the plain front
+    if width == 0.0:
+        assert (certain == non_dominated_mask(points)).all()
+
+
+def test_beyond_doubt_shrinks_as_the_intervals_grow() -> None:
+    rng = np.random.default_rng(6)
+    points = rng.random((300, 3)) + 1
+    sizes = []
+    for w in (0.0, 0.02, 0.1):
+        low, high = points * (1 - w), points * (1 + w)
+        sizes.append(beyond_doubt(low, high, front_beyond_noise(points, low, high)[0]).sum())
+    assert sizes[0] > sizes[1] > sizes[2]
+
+
+def test_beyond_doubt_rejects_mismatched_shapes() -> None:
+    with pytest.raises(ValueError, match="members"):
+        beyond_doubt([[1.0, 1.0]], [[1.0, 1.0]], [True, False])

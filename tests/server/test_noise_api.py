@@ -110,6 +110,16 @@ def test_a_point_is_off_the_frontier_only_when_dominated_beyond_its_interval(cli
     assert all(c["on_frontier"] == (c["arch_id"] in front_ids) for c in candidates)
     assert front_ids - plain, "points the noise cannot separate"
     assert len(front) < len(candidates), "and points beyond the noise"
+    certain = {p["arch_id"] for p in front if p["frontier_certain"]}
+    assert certain and certain < plain, "some frontier points are certain, not all"
+    assert info["noise"]["certain_frontier_size"] == len(certain)
+    points = client.get(f"/api/v1/searches/{search_id}/points").json()
+    assert set(points["certain"]) == certain
+    rows = client.get(f"/api/v1/searches/{search_id}/pareto?format=csv").text.splitlines()
+    header = rows[0].split(",")
+    column = header.index("frontier_certain")
+    by_arch = {r.split(",")[0]: r.split(",")[column] for r in rows[1:]}
+    assert {a for a, v in by_arch.items() if v == "True"} == certain
 
 
 def test_noise_settings_out_of_range_get_422_naming_the_field_and_range(client):
