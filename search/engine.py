@@ -3,9 +3,10 @@
 A strategy subclasses `Engine` and implements `_propose(slots)`: the new candidates to send
 for measurement now. The base class keeps the books: every proposal in order, which are
 pending, what was told (None for a failure), the exact feasible frontier, and the history a
-store persists. `restore` rebuilds an engine from that history; strategies whose proposals
-depend on more than the set of told results (a generation barrier, an external library's
-state) check or replay the order in `_replay_record` / `restore`.
+store persists. `restore` rebuilds an engine from that history and `catch_up` brings a stale
+one up to it (what another server process added); strategies whose proposals depend on
+more than the set of told results (a generation barrier, an external library's state) check
+or replay the order in `_check_order` / `_replay`.
 
 Engines never measure, store or send anything themselves, and are not thread-safe: callers
 serialise access.
@@ -222,13 +223,40 @@ class Engine:
         restored; an "exhausted" one leaves no row and is found again by the next `ask`.
         """
         engine = cls(space, **engine_kwargs)
-        for index, record in enumerate(history):
+        engine.catch_up(told=(), proposed=history)
+        return engine
+
+    def catch_up(
+        self,
+        *,
+        told: Iterable[tuple[str, Mapping[str, float] | None]],
+        proposed: Iterable[HistoryRecord | tuple[ArchSpec | Mapping, int, Outcome]],
+    ) -> None:
+        """Bring this engine to a history that went on without it (another server process
+        asked and told): first the results since told for candidates pending here, in
+        proposal order, then the proposals it has not seen, in proposal order with their
+        outcomes. It ends where `restore` of the whole history would, at the cost of what is
+        new. Raises InvalidHistory (the engine is then unusable: restore it).
+        """
+        for arch_id, values in told:
+            if arch_id not in self._pending:
+                raise InvalidHistory(f"{arch_id}: told since, but not pending here")
+            self.tell(arch_id, values)
+        for index, record in enumerate(proposed, start=len(self._candidates)):
             spec, generation, values = record
             if isinstance(spec, Mapping):
                 spec = parse_spec(spec)
-            engine._replay_record(index, spec, generation, values)
-        engine._finish_if_spent()
-        return engine
+            self._replay(index, spec, generation, values)
+        self._end_replay()
+
+    def _replay(self, index: int, spec: ArchSpec, generation: int, values: Outcome) -> None:
+        """Take one persisted proposal as the live engine made it; strategies whose order
+        matters check it first (`_check_order`, or override this)."""
+        self._replay_record(index, spec, generation, values)
+
+    def _end_replay(self) -> None:
+        """A replay's end: a spent and told budget is a finished search, as the live one was."""
+        self._finish_if_spent()
 
     def _finish_if_spent(self) -> None:
         """A restored engine whose budget is spent and told is finished, as the live one was."""

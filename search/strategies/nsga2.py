@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterable, Mapping
-from typing import Any, Self
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from pymoo.algorithms.moo.nsga2 import NSGA2, binary_tournament
@@ -53,10 +53,10 @@ from pymoo.core.termination import NoTermination
 from pymoo.operators.selection.tournament import TournamentSelection
 from pymoo.problems.static import StaticProblem
 
-from archvocab.registry import ArchSpec, SearchSpace, parse_spec
+from archvocab.registry import ArchSpec, SearchSpace
 from search.engine import Engine
 from search.errors import InvalidHistory
-from search.records import Candidate, HistoryRecord, Outcome
+from search.records import Candidate, Outcome
 
 __all__ = ["NSGA2Engine"]
 
@@ -175,6 +175,7 @@ class NSGA2Engine(Engine):
         self._untold: set[str] = set()  # arch_ids of the latest generation not told yet
         self._proxies: dict[str, dict[str, float] | None] = {}  # _admit, for one ask
         self._worst: np.ndarray | None = None  # per-objective worst minimised value told
+        self._replaying: list[Candidate] = []  # the rest of the generation being replayed
         population = self._population
         self._problem = _ArchProblem(len(self.objectives))
         self._algorithm = NSGA2(
@@ -302,53 +303,36 @@ class NSGA2Engine(Engine):
         return excess / (1.0 + excess)
 
     # -- rebuild ---------------------------------------------------------------------------
-    @classmethod
-    def restore(
-        cls,
-        space: SearchSpace,
-        *,
-        history: Iterable[HistoryRecord | tuple[ArchSpec | Mapping, int, Outcome]],
-        **engine_kwargs: Any,
-    ) -> Self:
-        """Rebuild an engine by replaying the search: each generation is asked of pymoo
-        again and must equal its records, whose values are then told. Raises InvalidHistory
-        naming the first record a live engine could not have proposed there."""
-        engine = cls(space, **engine_kwargs)
-        expected: list[Candidate] = []  # the rest of the generation being replayed
-        for index, record in enumerate(history):
-            spec, generation, values = record
-            if isinstance(spec, Mapping):
-                spec = parse_spec(spec)
-            where = f"history record {index} ({spec.arch_id}, generation {generation})"
-            if not expected:
-                if engine._pending:
-                    raise InvalidHistory(
-                        f"{where}: starts a generation while {len(engine._pending)} are pending"
-                    )
-                remaining = engine._max_evaluations - len(engine._candidates)
-                if remaining <= 0:
-                    raise InvalidHistory(
-                        f"{where}: more proposals than max_evaluations={engine._max_evaluations}"
-                    )
-                expected = engine._propose(1, remaining) or []
-                if not expected:
-                    raise InvalidHistory(f"{where}: the search has nothing new to propose here")
-            want = expected.pop(0)
-            if (spec.arch_id, generation) != (want.arch_id, want.generation):
+    def _replay(self, index: int, spec: ArchSpec, generation: int, values: Outcome) -> None:
+        """Replay the search: each generation is asked of pymoo again and must equal its
+        records, whose values are then told. Raises InvalidHistory naming the first record a
+        live engine could not have proposed there."""
+        where = f"history record {index} ({spec.arch_id}, generation {generation})"
+        if not self._replaying:
+            if self._pending:
                 raise InvalidHistory(
-                    f"{where}: the search proposes {want.arch_id} "
-                    f"(generation {want.generation}) here"
+                    f"{where}: starts a generation while {len(self._pending)} are pending"
                 )
-            engine._replay_record(index, spec, generation, values)
-        if expected:
+            remaining = self._max_evaluations - len(self._candidates)
+            if remaining <= 0:
+                raise InvalidHistory(
+                    f"{where}: more proposals than max_evaluations={self._max_evaluations}"
+                )
+            self._replaying = self._propose(1, remaining) or []
+            if not self._replaying:
+                raise InvalidHistory(f"{where}: the search has nothing new to propose here")
+        want = self._replaying.pop(0)
+        if (spec.arch_id, generation) != (want.arch_id, want.generation):
             raise InvalidHistory(
-                f"history ends {len(expected)} proposals short of generation "
-                f"{engine._generation}'s end"
+                f"{where}: the search proposes {want.arch_id} (generation {want.generation}) here"
             )
-        if (
-            engine._candidates
-            and not engine._pending
-            and engine.proposed >= engine._max_evaluations
-        ):
-            engine._finish_reason = "budget"
-        return engine
+        self._replay_record(index, spec, generation, values)
+
+    def _end_replay(self) -> None:
+        # A store writes a generation's proposals in one transaction: a history ends with one.
+        if self._replaying:
+            short, self._replaying = len(self._replaying), []
+            raise InvalidHistory(
+                f"history ends {short} proposals short of generation {self._generation}'s end"
+            )
+        super()._end_replay()

@@ -1,21 +1,23 @@
 """Live search engines, one per running search, rebuilt from the store when missing.
 
 The engine is a cache of what the rows say: after a restart `restore` replays the candidate
-rows (in proposal order) and the engine proposes exactly what the live one would have.
+rows (in proposal order) and the engine proposes exactly what the live one would have; an
+engine another process moved past catches up on the new rows alone.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
 
-from archvocab.registry import parse_space, parse_spec
+from archvocab.registry import parse_space
 from archvocab.wire import JobStatus, SearchCreate
 from proxies.registry import zero_cost_scores
 from search.engine import Engine
+from search.errors import InvalidHistory
 from search.hypervolume import Normaliser
 from search.noise import steering_widths
-from search.records import PENDING
+from search.records import PENDING, Outcome
 from search.strategies import ENGINES
 from server.services.quality import normaliser
 from server.store.rows import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
@@ -63,13 +65,16 @@ class EngineCache:
     engines it held.
 
     Another server process may have proposed or told since this one last did: the search row's
-    `revision` then differs from the cached one, and the engine is rebuilt from the rows.
+    `revision` then differs from the cached one, and the engine catches up on what is new
+    (the results of its pending candidates and the proposals after its last), not the whole
+    history; only an engine this process never had is rebuilt from all the rows.
     """
 
     def __init__(self) -> None:
         self._engines: dict[int, tuple[Engine, int]] = {}
         self._handed_out: set[int] = set()  # searches whose engine this transaction holds
-        self.restores = 0  # engines rebuilt from rows (after a restart, or another process)
+        self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
+        self.catch_ups = 0  # stale engines brought up to date from the new rows only
 
     def new(
         self, search: SearchRow, request: SearchCreate, normaliser: Normaliser | None
@@ -86,8 +91,16 @@ class EngineCache:
         cached = self._engines.get(search.id)
         if cached is not None and cached[1] == search.revision:
             return cached[0]
-        engine = self._restore(session, search)
-        self.restores += 1
+        engine = cached[0] if cached is not None else None
+        if engine is not None:
+            try:
+                _catch_up(session, search, engine)
+                self.catch_ups += 1
+            except InvalidHistory:  # the rows are not a continuation of it: start over
+                engine = None
+        if engine is None:
+            engine = self._restore(session, search)
+            self.restores += 1
         self._engines[search.id] = (engine, search.revision)
         return engine
 
@@ -114,33 +127,56 @@ class EngineCache:
     @staticmethod
     def _restore(session: Session, search: SearchRow) -> Engine:
         request = search.parsed_request
-        # Columns, not rows: a measurement's raw samples are most of its size and the replay
-        # needs none of them (restores happen on every result a process did not see).
-        rows = session.execute(
-            select(
-                ArchitectureRow.spec,
-                CandidateRow.generation,
-                CandidateRow.status,
-                MeasurementRow.latency_ms,
-                MeasurementRow.peak_memory_mb,
-                MeasurementRow.result["proxies"],
-            )
-            .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
-            .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
-            .where(CandidateRow.search_id == search.id, CandidateRow.round == 0)
-            .order_by(CandidateRow.id)
-        )
-        history = []
-        for spec, generation, status, latency, memory, proxies in rows:
-            if status not in (JobStatus.MEASURED, JobStatus.FAILED):
-                values = PENDING
-            elif status == JobStatus.FAILED or latency is None:
-                values = None
-            else:
-                values = {**(proxies or {}), "latency_ms": latency, "memory_mb": memory}
-            history.append((parse_spec(spec), generation, values))
         return ENGINES[request.strategy].restore(
             parse_space(request.space),
-            history=history,
+            history=[_record(row) for row in session.execute(_history(search))],
             **_engine_kwargs(request, normaliser(search)),
         )
+
+
+def _history(search: SearchRow) -> Select:
+    """A search's proposals (round 0) in proposal order, as the columns a replay needs: a
+    measurement's raw samples are most of its size and a replay needs none of them."""
+    return (
+        select(
+            ArchitectureRow.spec,
+            CandidateRow.generation,
+            CandidateRow.status,
+            MeasurementRow.latency_ms,
+            MeasurementRow.peak_memory_mb,
+            MeasurementRow.result["proxies"],
+            CandidateRow.arch_id,
+        )
+        .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
+        .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
+        .where(CandidateRow.search_id == search.id, CandidateRow.round == 0)
+        .order_by(CandidateRow.id)
+    )
+
+
+def _record(row: Row) -> tuple[dict, int, Outcome]:
+    spec, generation, status, latency, memory, proxies, _ = row
+    if status not in (JobStatus.MEASURED, JobStatus.FAILED):
+        return spec, generation, PENDING
+    if status == JobStatus.FAILED or latency is None:
+        return spec, generation, None
+    return spec, generation, {**(proxies or {}), "latency_ms": latency, "memory_mb": memory}
+
+
+def _catch_up(session: Session, search: SearchRow, engine: Engine) -> None:
+    """Tell `engine` what other processes recorded since it was last used: the outcomes of
+    its pending candidates that have one now, then the proposals past its last (the rows are
+    in proposal order and never deleted, so those are the rows after its count)."""
+    pending = engine.pending
+    told = []
+    if pending:
+        rows = session.execute(_history(search).where(CandidateRow.arch_id.in_(pending)))
+        for row in rows:
+            _, _, outcome = _record(row)
+            if outcome is not PENDING:
+                told.append((row.arch_id, outcome))
+    proposed = session.execute(_history(search).offset(engine.proposed))
+    engine.catch_up(told=told, proposed=[_record(row) for row in proposed])
+    fixed = normaliser(search)
+    if fixed is not None:  # another process may have fixed it since
+        engine.use_normaliser(fixed)

@@ -18,6 +18,7 @@ import json
 import random
 from typing import Any
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from search_factories import OBJECTIVES, measure, score
@@ -28,7 +29,8 @@ from archvocab.wire import Constraints, Population
 from search import LTSEngine, NSGA2Engine, SteadyStateEngine
 from search.breeding import breed
 from search.engine import Engine
-from search.records import Candidate
+from search.errors import InvalidHistory
+from search.records import PENDING, Candidate, PendingType
 
 ENGINES: dict[str, type[Engine]] = {
     "lts": LTSEngine,
@@ -352,3 +354,60 @@ def test_a_restored_engine_proposes_what_the_live_one_would(
     assert ids(restored.frontier()) == ids(live.frontier())
     assert finish(restored, slots, random.Random(1)) == finish(live, slots, random.Random(1))
     assert restored.finish_reason == live.finish_reason
+
+
+@settings(max_examples=40, deadline=None)
+@given(search=searches(), first=st.floats(0, 1), more=st.floats(0, 1), order=SEEDS)
+def test_a_stale_engine_caught_up_proposes_what_the_live_one_would(
+    search: tuple[str, Any, dict[str, Any], int], first: float, more: float, order: int
+) -> None:
+    """Two server processes: one restores the search at a cut, the other runs on; the stale
+    one then catches up on the rows added since (results of its pending candidates, then the
+    new proposals), and both run on to the end the same way."""
+    strategy, space, kwargs, slots = search
+    live = make(strategy, space, kwargs)
+    pick = random.Random(order)
+
+    def run(share: float) -> None:
+        for _ in range(round(share * kwargs["max_evaluations"])):
+            if live.finished:
+                break
+            step(live, slots, pick)
+
+    run(first)
+    extra = {"pool_size": 16} if strategy == "hwnas" else {}
+    stale = type(live).restore(space, history=live.history(), **kwargs, **extra)
+    run(more)
+    history = live.history()
+    told = [
+        (r.spec.arch_id, r.values)
+        for r in history[: stale.proposed]
+        if r.spec.arch_id in stale.pending and not isinstance(r.values, PendingType)
+    ]
+    proposed = [
+        (json.loads(json.dumps(r.spec.to_dict())), r.generation, r.values)
+        for r in history[stale.proposed :]
+    ]
+    event(f"{strategy}: {len(told)} told and {len(proposed)} proposed since the cut")
+    stale.catch_up(told=told, proposed=proposed)
+    assert stale.candidates() == live.candidates()
+    assert stale.pending == live.pending and stale.told == live.told
+    assert ids(stale.frontier()) == ids(live.frontier())
+    if live.finish_reason != "exhausted":  # leaves no row: the next ask finds it again
+        assert stale.finish_reason == live.finish_reason
+    assert finish(stale, slots, random.Random(1)) == finish(live, slots, random.Random(1))
+    assert stale.finish_reason == live.finish_reason
+
+
+def test_a_catch_up_that_does_not_continue_the_engine_is_refused() -> None:
+    space = parse_space({"kind": "gpt2"})
+    kwargs = engine_kwargs(
+        0, 8, Population(initial=4, parents=2, mutations=2, crossovers=2), Constraints()
+    )
+    engine = make("lts", space, kwargs)
+    batch = engine.ask(1)
+    stranger = space.sample(random.Random(99))
+    with pytest.raises(InvalidHistory, match="not pending"):
+        engine.catch_up(told=[(stranger.arch_id, None)], proposed=[])
+    with pytest.raises(InvalidHistory, match="proposed twice"):
+        engine.catch_up(told=[], proposed=[(batch[0].spec, 0, PENDING)])
