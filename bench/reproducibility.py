@@ -449,7 +449,7 @@ def sigma_from_candidates(
         ok = [g for g in again[c["arch_id"]] if "failure" not in g]
         for m in METRICS:
             groups[m].append([first_values(c)[m], *(g[m] for g in ok)])
-    return dict(fit(groups, device, prior_dof=0).sigma)
+    return dict(fit(groups, device, prior_dof=0).reference_sigma)
 
 
 def cost(

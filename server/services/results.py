@@ -136,7 +136,8 @@ class ResultTable:
                 self._readings[a.reference_key] = a.reference
             if a.latency is not None and not a.busy:
                 self._again.setdefault(a.arch_id, []).append((a.latency, a.memory))
-        noise = fit(self._groups(), self.request.measurement.device)
+        references, candidates = self._groups()
+        noise = fit(references, self.request.measurement.device, candidates=candidates)
         level = self._median_reading()
         # With the same intervals, whatever is dominated beyond the noise stays so, and a
         # dominator can be found among the frontier: only the frontier and the new results
@@ -161,20 +162,25 @@ class ResultTable:
         self._earlier = readings
         self.noise = None  # refit at the next add
 
-    def _groups(self) -> dict[str, list[list[float]]]:
-        """Repeated measurements by metric: the reference readings (each reference
-        architecture's a group; this search's and earlier searches'), and every candidate
-        measured more than once."""
+    def _groups(self) -> tuple[dict[str, list[list[float]]], dict[str, list[list[float]]]]:
+        """Repeated measurements by metric: (the reference readings, each reference
+        architecture's a group, this search's and earlier searches'; every candidate
+        measured more than once, each a group)."""
         earlier: dict[str, list[tuple[float, float]]] = {}
         for key, (arch, reading) in self._earlier.items():
             if key not in self._readings:  # a reused measurement brings its reading along
                 earlier.setdefault(arch, []).append(reading)
-        repeated = [list(self._readings.values()), *earlier.values()]
+        references = [list(self._readings.values()), *earlier.values()]
+        candidates = []
         for arch in self._again:  # only a re-measured candidate has more than one
             t = self._by_arch.get(arch)
             if t is not None and len(m := self.quiet_measurements(t)) > 1:
-                repeated.append(m)
-        return {metric: [[v[i] for v in g] for g in repeated] for i, metric in enumerate(METRICS)}
+                candidates.append(m)
+
+        def by_metric(groups: list[list[tuple[float, float]]]) -> dict[str, list[list[float]]]:
+            return {metric: [[v[i] for v in g] for g in groups] for i, metric in enumerate(METRICS)}
+
+        return by_metric(references), by_metric(candidates)
 
     def reference_level(self) -> tuple[float, float] | None:
         """The median reference reading (latency, memory): what drift is corrected to."""

@@ -8,7 +8,14 @@ import random
 import numpy as np
 import pytest
 
-from search.noise import PRIOR_DOF, drift_factor, fit, pooled_log_variance, prior
+from search.noise import (
+    PRIOR_EXTRA,
+    PRIOR_SIGMA,
+    drift_factor,
+    fit,
+    pooled_log_variance,
+    prior,
+)
 from search.pareto import beyond_doubt, front_beyond_noise, non_dominated_mask
 
 
@@ -23,6 +30,9 @@ def test_fit_without_repeats_is_the_prior() -> None:
     model = fit({"latency_ms": [[3.0], [4.0]]}, device="cuda")
     assert model.sigma == prior("cuda").sigma
     assert model.readings["latency_ms"] == 0
+    # a candidate's prior spread: the reference's and the extra candidates show, added
+    expected = math.hypot(PRIOR_SIGMA["cuda"]["latency_ms"], PRIOR_EXTRA["cuda"]["latency_ms"])
+    assert model.sigma["latency_ms"] == pytest.approx(expected)
 
 
 def test_fit_moves_from_the_prior_towards_the_evidence() -> None:
@@ -30,35 +40,47 @@ def test_fit_moves_from_the_prior_towards_the_evidence() -> None:
     true_sigma = 0.02
     groups = [[10.0 * math.exp(rng.gauss(0, true_sigma)) for _ in range(5)] for _ in range(40)]
     model = fit({"latency_ms": groups, "memory_mb": groups})
-    assert model.dof["latency_ms"] == PRIOR_DOF + 40 * 4
-    # 160 degrees of freedom of evidence against 4 of prior: close to the truth, not the prior
-    assert model.sigma["latency_ms"] == pytest.approx(true_sigma, rel=0.35)
-    assert model.sigma["latency_ms"] < prior("cpu").sigma["latency_ms"] / 2
+    # 160 degrees of freedom of evidence against 2 of prior: close to the truth, not the prior
+    assert model.reference_sigma["latency_ms"] == pytest.approx(true_sigma, rel=0.35)
+    assert model.reference_sigma["latency_ms"] < prior("cpu").reference_sigma["latency_ms"] / 2
+    # with no candidate measured twice, candidates keep the prior extra on top
+    extra = PRIOR_EXTRA["cpu"]["latency_ms"]
+    assert model.sigma["latency_ms"] == pytest.approx(
+        math.hypot(model.reference_sigma["latency_ms"], extra)
+    )
+    # candidates that spread no more than the reference pull the extra towards 0
+    taught = fit({"latency_ms": groups}, candidates={"latency_ms": groups})
+    assert taught.sigma["latency_ms"] == pytest.approx(true_sigma, rel=0.35)
+    assert taught.sigma["latency_ms"] < 0.7 * model.sigma["latency_ms"]
 
 
 @pytest.mark.parametrize(
-    ("true_sigma", "readings", "low", "high"),
+    ("reference_sigma", "extra", "readings", "pairs", "low", "high"),
     [
-        (0.05, 12, 0.93, 0.97),  # the CPU prior's own spread: calibrated
-        (0.10, 12, 0.92, 0.97),  # a noisier device: the readings outweigh the prior
-        (0.02, 12, 0.95, 1.00),  # a quieter one, few readings: the prior keeps it wide
-        (0.02, 100, 0.93, 0.975),  # ... until the readings outweigh it
+        (0.02, 0.03, 12, 0, 0.94, 0.99),  # the prior's extra is the truth, but weak: wide
+        (0.02, 0.03, 40, 40, 0.93, 0.97),  # ... and the candidates' repeats confirm it
+        (0.02, 0.08, 40, 60, 0.92, 0.97),  # more extra than the prior: the repeats teach it
+        (0.05, 0.03, 12, 0, 0.93, 0.99),  # a noisier reference
+        (0.02, 0.0, 40, 60, 0.95, 0.995),  # no extra at all: the prior's keeps it a bit wide
     ],
 )
 def test_prediction_intervals_cover_re_measurements_at_their_rate(
-    true_sigma: float, readings: int, low: float, high: float
+    reference_sigma: float, extra: float, readings: int, pairs: int, low: float, high: float
 ) -> None:
-    """Simulated devices with log-normal noise: each learns its model from its reference
-    readings, then states a 95% interval around a measurement; over devices, how often a
-    later re-measurement falls inside."""
+    """Simulated devices with log-normal noise, where a candidate spreads by the reference's
+    sigma plus an extra of its own: each device learns its model from its reference readings
+    and `pairs` candidates measured twice, then states a 95% interval around a measurement;
+    over devices, how often a later re-measurement falls inside."""
     rng = random.Random(7)
+    spread = math.hypot(reference_sigma, extra)
     devices, trials, inside = 300, 20, 0
     for _ in range(devices):
-        reference = [[math.exp(rng.gauss(0, true_sigma)) for _ in range(readings)]]
-        model = fit({"latency_ms": reference})
+        reference = [[math.exp(rng.gauss(0, reference_sigma)) for _ in range(readings)]]
+        twice = [[math.exp(rng.gauss(0, spread)) for _ in range(2)] for _ in range(pairs)]
+        model = fit({"latency_ms": reference}, candidates={"latency_ms": twice})
         for _ in range(trials):
             true = rng.uniform(1, 100)
-            first, again = (true * math.exp(rng.gauss(0, true_sigma)) for _ in range(2))
+            first, again = (true * math.exp(rng.gauss(0, spread)) for _ in range(2))
             start, end = model.interval("latency_ms", first, 0.95)
             inside += start <= again <= end
     assert low <= inside / (devices * trials) <= high
