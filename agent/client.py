@@ -7,6 +7,7 @@ Connection problems surface as `httpx.TransportError`; the worker decides what t
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx
@@ -28,6 +29,23 @@ class AgentUnknown(ApiError):
     """404 for our agent id, e.g. after the server's database was reset: register again."""
 
 
+class Refused(ApiError):
+    """401 or 403 that retrying cannot fix: the enrollment token is missing, wrong or revoked
+    (at registration), or the server refuses the credential it issued (at a claim)."""
+
+
+REFUSALS = (401, 403)
+
+
+def quiet_http_requests() -> None:
+    """httpx logs every request at INFO (`HTTP Request: POST .../claim "HTTP/1.1 204 No
+    Content"`): an idle agent's every poll. The agent logs what matters itself, so httpx is
+    heard from WARNING up, unless its logger was given a level of its own."""
+    http = logging.getLogger("httpx")
+    if http.level == logging.NOTSET:
+        http.setLevel(logging.WARNING)
+
+
 class BadLease(Exception):
     """A claimed job whose lease did not validate; the ids are kept so it can be failed."""
 
@@ -47,6 +65,9 @@ class AgentClient:
         self.http = http
         self.enrollment_token = enrollment_token
         self.credential: str | None = None
+        # Whether the server has accepted `credential` yet: one it refuses straight after
+        # issuing it is refused for good, not forgotten.
+        self._accepted = False
 
     def _post(
         self,
@@ -59,13 +80,16 @@ class AgentClient:
         headers = {"Authorization": f"Bearer {token}"} if token else None
         response = self.http.post(API_PREFIX + path, json=body, headers=headers)
         if response.status_code not in ok:
-            # 404 for our agent id, or 401 for our credential: the server forgot this agent
-            # (its database was reset, or the enrollment token revoked): register again.
-            forgot = response.status_code == 404 and path.startswith("/agents/")
-            forgot = forgot or (response.status_code == 401 and self.credential is not None)
+            # 404 for our agent id, or 401 for a credential the server accepted before: the
+            # server forgot this agent (its database was reset, or the enrollment token
+            # revoked): register again. Any other 401 or 403 is for good (Refused).
+            status = response.status_code
+            forgot = status == 404 and path.startswith("/agents/")
+            forgot = forgot or (status == 401 and self.credential is not None and self._accepted)
             refusal = error_from(response, method="POST", path=API_PREFIX + path)
-            if forgot:
-                raise AgentUnknown(
+            kind = AgentUnknown if forgot else Refused if status in REFUSALS else None
+            if kind is not None:
+                raise kind(
                     refusal.status,
                     refusal.message,
                     refusal.field,
@@ -74,11 +98,14 @@ class AgentClient:
                     path=API_PREFIX + path,
                 )
             raise refusal
+        if token is not None and token == self.credential:
+            self._accepted = True
         return response
 
     def register(self, registration: AgentRegistration) -> AgentInfo:
-        """POST /agents -> 201 AgentInfo; keeps the credential it carries for later calls."""
-        self.credential = None
+        """POST /agents -> 201 AgentInfo; keeps the credential it carries for later calls.
+        Raises Refused on 401/403 (the enrollment token is missing, wrong or revoked)."""
+        self.credential, self._accepted = None, False
         response = self._post(
             "/agents",
             registration.model_dump(mode="json"),
@@ -97,7 +124,8 @@ class AgentClient:
     def claim(self, agent_id: str) -> JobLease | None:
         """POST /agents/{id}/claim -> a JobLease, or None on 204 (no work for our class).
 
-        Raises AgentUnknown on 404, BadLease when the lease does not validate.
+        Raises AgentUnknown on 404 (or 401 for a credential accepted before), Refused on any
+        other 401/403, BadLease when the lease does not validate.
         """
         response = self._post(f"/agents/{agent_id}/claim", ok=(200, 204))
         if response.status_code == 204:

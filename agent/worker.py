@@ -1,8 +1,10 @@
 """The agent's job loop: register -> claim -> measure -> report, and keep going.
 
 It survives a bad job (the typed failure is reported and the loop goes on) and a server
-outage (connection errors are retried with capped exponential backoff; an unknown-agent 404
-means the server forgot us, so we register again). While a child measures, a background
+outage (connection errors and 5xx are retried with capped exponential backoff; an
+unknown-agent 404 means the server forgot us, so we register again). What retrying cannot fix
+ends it at once: a 401/403 at registration or on a claim (a wrong or revoked token) is one
+error line and exit code 3 (`EXIT_REFUSED`). While a child measures, a background
 thread renews the lease; a 409 there kills the child and drops the job. `stop()` (wired to
 SIGTERM/SIGINT by the CLI) lets the current job finish and be reported, then exits;
 `abort()` kills the current measurement too.
@@ -22,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from agent.client import AgentClient, AgentUnknown, ApiError, BadLease
+from agent.client import AgentClient, AgentUnknown, ApiError, BadLease, Refused, quiet_http_requests
 from agent.guard import Guard
 from agent.lease import Backoff, Heartbeats
 from agent.measure import CancelFlag, MeasurementCancelled, measure_candidate
@@ -57,6 +59,11 @@ COUNTERS = (
     "busy_retries",
     "reference_measurements",
 )
+EXIT_REFUSED = 3  # the server refused our token: retrying cannot help
+_TOKEN_HELP = (
+    "give the agent a valid agent enrollment token (--token or HWNAS_AGENT_TOKEN; an admin "
+    "creates one on the server with `hwnas token create --kind agent --name NAME`)"
+)
 
 
 class Worker:
@@ -72,7 +79,9 @@ class Worker:
 
     `max_jobs` counts claimed jobs; `once` is max_jobs=1 and exit at the first "no work";
     `exit_when_idle` exits after that many seconds without a job, whether the server had no
-    work (exit code 0) or could not be reached (exit code 1).
+    work (exit code 0) or could not be reached (exit code 1). A token the server refuses
+    (401/403 registering or claiming) ends the loop at once, with or without these: exit code
+    `EXIT_REFUSED`.
 
     `guard` (`agent.guard.Guard`) checks every job in this process before `measure` runs: a
     spec that does not validate or that it refuses is reported without starting a process.
@@ -138,11 +147,16 @@ class Worker:
 
     # -- loop -----------------------------------------------------------------------------
     def run(self) -> int:
-        """Work until stopped, max_jobs, or idle; 0, or 1 if the server stayed unreachable."""
+        """Work until stopped, max_jobs, or idle; 0, or 1 if the server stayed unreachable,
+        or EXIT_REFUSED if it refused our token."""
+        quiet_http_requests()  # an idle agent's polls are not news
         idle_since = time.monotonic()
         while not self._stop.is_set() and not self._enough_jobs():
             try:
                 lease = self._claim()
+            except Refused as exc:
+                logger.error("%s", _refusal_line(exc, registering=self.info is None))
+                return EXIT_REFUSED
             except (httpx.TransportError, ApiError) as exc:
                 self._on_server_trouble(exc)
                 if self._idle_too_long(idle_since):
@@ -157,6 +171,7 @@ class Worker:
                 if self.once or self._idle_too_long(idle_since):
                     logger.info("no work; exiting")
                     break
+                logger.debug("no work; asking again in %.1f s", self.poll_interval)
                 self._stop.wait(self.poll_interval)
                 continue
             self.process(lease)
@@ -352,6 +367,13 @@ class Worker:
                 logger.error("job %s: could not report before the lease ran out; dropped", job_id)
                 return None
             self._cancel.wait(min(backoff.next(), max(0.0, deadline - time.monotonic())))
+
+
+def _refusal_line(exc: Refused, registering: bool) -> str:
+    """One line: what the server refused, its reason, and what to do."""
+    what = "registering with the server" if registering else "claiming work"
+    reason = " ".join(exc.message.split())[:500]  # the server's message, on this one line
+    return f"{what} was refused ({exc.status}: {reason}); {_TOKEN_HELP}; exiting"
 
 
 def _summary(outcome: MeasurementResult | Failure) -> str:

@@ -19,6 +19,9 @@ class Settings:
     database_url: str = "sqlite:///hwnas.db"
     lease_seconds: float = 60.0  # a job whose agent stays silent this long goes back to the queue
     heartbeat_interval_s: float = 10.0
+    # How often each server process requeues the jobs of agents that went silent, without
+    # waiting for a claim (server.services.leases). None: a sixth of the lease, at most 10 s.
+    requeue_every_s: float | None = None
     clock: Callable[[], datetime] = field(default=utcnow)  # injectable for lease-expiry tests
     # Cache of ONNX exports. None: `<database file>.exports/` beside a SQLite file (it lives
     # and goes with the database whose ids it is keyed by), else the system temp directory.

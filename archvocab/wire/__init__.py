@@ -29,7 +29,7 @@ from archvocab.wire.agents import (
     ReferenceJob,
     ResultReceipt,
 )
-from archvocab.wire.base import Strict
+from archvocab.wire.base import DeviceClass, Strict
 from archvocab.wire.http_api import API_PREFIX, ApiError, error_from
 from archvocab.wire.measurement import (
     FAILURE_KINDS,
@@ -56,6 +56,7 @@ from archvocab.wire.proxies import (
     TrainedResult,
 )
 from archvocab.wire.search_views import (
+    AgentAvailability,
     BaselineComparison,
     CandidateInfo,
     HypervolumePoint,
@@ -90,6 +91,7 @@ from archvocab.wire.spaces import ArchitectureExport, SpaceKindInfo, SpecCheck, 
 
 __all__ = [
     "API_PREFIX",
+    "AgentAvailability",
     "AgentInfo",
     "AgentRegistration",
     "AgentView",
@@ -103,6 +105,7 @@ __all__ = [
     "CandidateInfo",
     "Constraints",
     "DEFAULT_BASELINE_LAYERS",
+    "DeviceClass",
     "DeviceFingerprint",
     "FAILURE_KINDS",
     "Failure",

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from archvocab.wire.base import Strict
+from archvocab.wire.base import DeviceClass, Strict
 from archvocab.wire.measurement import (
     Failure,
     MeasurementResult,
@@ -33,7 +33,7 @@ class DeviceFingerprint(Strict):
 
 
 class AgentRegistration(Strict):
-    device_class: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
+    device_class: DeviceClass
     name: str | None = Field(None, max_length=100)
     fingerprint: DeviceFingerprint
 

@@ -3,9 +3,22 @@ NaN and infinity, and NUL characters (which PostgreSQL text cannot hold)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+# A device class names one kind of hardware; it is matched case-insensitively, so it is kept
+# in one canonical form, lower case, from the moment a request is read (`CPU` is `cpu`).
+DeviceClass = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="the kind of device; matched case-insensitively (kept in lower case)",
+    ),
+    AfterValidator(str.lower),
+]
 
 
 class Strict(BaseModel):

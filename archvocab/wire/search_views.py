@@ -123,6 +123,25 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class AgentAvailability(BaseModel):
+    """The agents that could measure a search: of its device class, ever and now."""
+
+    online: int = Field(description="agents of the device class seen within a lease period")
+    able: int = Field(
+        description="of those, the agents that can run the search's runtime and device "
+        "(counted over at most 64 of them)"
+    )
+    ever_registered: int = Field(description="agents of the device class ever registered")
+    waiting_for_agent: str | None = Field(
+        None,
+        description="set while the search runs and no online agent can measure it: what it "
+        "waits for and the command that would start an agent",
+    )
+    command: str | None = Field(
+        None, description="with waiting_for_agent: the command that starts an agent for it"
+    )
+
+
 class SearchInfo(BaseModel):
     id: int
     name: str | None
@@ -140,6 +159,14 @@ class SearchInfo(BaseModel):
     )
     noise: NoiseSummary | None = None
     request: SearchCreate
+    agents: AgentAvailability | None = Field(
+        None, description="the agents that could measure it (None where not counted)"
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what the user should know now, e.g. that no agent of the device class "
+        "has ever registered, so nothing will be measured until one does",
+    )
 
 
 class CandidateInfo(BaseModel):

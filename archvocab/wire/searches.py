@@ -14,7 +14,7 @@ from archvocab.errors import InvalidSpec
 from archvocab.json_value import JsonObject
 from archvocab.proxy_catalog import PROXY_CATALOG, check_proxy_for_kind, proxy_names
 from archvocab.registry import get_kind, kind_names, parse_space
-from archvocab.wire.base import Strict
+from archvocab.wire.base import DeviceClass, Strict
 from archvocab.wire.measurement import MeasurementSettings, ProxyInputSettings
 
 PROXY_OBJECTIVES = proxy_names()
@@ -150,7 +150,7 @@ class SearchCreate(Strict):
     objectives: list[str] = Field(
         default_factory=lambda: ["decoder_params", "latency_ms", "memory_mb"]
     )
-    device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
+    device_class: DeviceClass = "cpu"
     measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
     proxy_inputs: ProxyInputSettings = Field(
         default_factory=ProxyInputSettings,
@@ -283,7 +283,7 @@ class BaselineCreate(Strict):
 
     name: str | None = Field(None, max_length=200)
     space: JsonObject = Field(default_factory=dict)
-    device_class: str = Field("cpu", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
+    device_class: DeviceClass = "cpu"
     measurement: MeasurementSettings = Field(default_factory=MeasurementSettings)
     layers: list[int] | None = Field(None, max_length=256, description="default 1..16")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from archvocab.wire import API_PREFIX, BaselineCreate, SearchInfo
-from server.api.deps import User, services_of
+from server.api.deps import User, server_url, services_of
 from server.api.responses import AUTH_ERRORS
 from server.services import searches
 
@@ -21,4 +21,4 @@ router = APIRouter(prefix=API_PREFIX)
 )
 def create_baseline(body: BaselineCreate, request: Request) -> SearchInfo:
     """Measure the space's layer-scaled baseline: a search with strategy 'layer_scaled'."""
-    return searches.create_search(services_of(request), body.as_search())
+    return searches.create_search(services_of(request), body.as_search(), server_url(request))

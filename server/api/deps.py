@@ -30,6 +30,11 @@ def services_of(request: Request) -> Services:
     return request.app.state.services
 
 
+def server_url(request: Request) -> str:
+    """This server's URL as the client reached it: for commands a response tells it to run."""
+    return str(request.base_url).rstrip("/")
+
+
 # -- who is calling (server.services.auth) ---------------------------------------------------
 _bearer = HTTPBearer(
     auto_error=False,

@@ -17,7 +17,7 @@ from archvocab.wire import (
     SearchPoints,
     SearchReport,
 )
-from server.api.deps import Reader, SearchId, User, services_of
+from server.api.deps import Reader, SearchId, User, server_url, services_of
 from server.api.responses import AUTH_ERRORS
 from server.services import points, report, searches
 from server.services.views import frontier_csv
@@ -33,7 +33,9 @@ router = APIRouter(prefix=API_PREFIX)
     responses=AUTH_ERRORS,
 )
 def create_search(body: SearchCreate, request: Request) -> SearchInfo:
-    return searches.create_search(services_of(request), body)
+    """Start a search; its `warnings` say at once when no agent of its device class has ever
+    registered (it would wait for one)."""
+    return searches.create_search(services_of(request), body, server_url(request))
 
 
 @router.get(
@@ -51,14 +53,16 @@ def get_report(search_id: SearchId, request: Request) -> SearchReport:
     "/searches", response_model=list[SearchInfo], dependencies=[Reader], responses=AUTH_ERRORS
 )
 def list_searches(request: Request) -> list[SearchInfo]:
-    return searches.list_searches(services_of(request))
+    return searches.list_searches(services_of(request), server_url(request))
 
 
 @router.get(
     "/searches/{search_id}", response_model=SearchInfo, dependencies=[Reader], responses=AUTH_ERRORS
 )
 def get_search(search_id: SearchId, request: Request) -> SearchInfo:
-    return searches.get_search_info(services_of(request), search_id)
+    """The search; `agents` says whether any agent can measure it now, and if not, the
+    command that would start one."""
+    return searches.get_search_info(services_of(request), search_id, server_url(request))
 
 
 @router.get(

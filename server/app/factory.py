@@ -14,6 +14,7 @@ from server.app.errors import install_error_handlers
 from server.app.health import VERSION, healthz
 from server.app.metrics import install_metrics
 from server.app.middleware.body_limit import LimitRequestBody
+from server.app.sweeper import lease_schedule
 from server.services.context import Services
 from server.settings import Settings
 from server.store.store import Store
@@ -25,7 +26,8 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        yield
+        async with lease_schedule(store):
+            yield
         store.close()
 
     app = FastAPI(title="hwnas", version=VERSION, lifespan=lifespan)

@@ -57,8 +57,7 @@ def register_agent(
 
 
 def list_agents(store: Store) -> list[AgentView]:
-    # Online: seen within a lease period, as /metrics counts hwnas_agents_online.
-    since = store.now() - timedelta(seconds=store.settings.lease_seconds)
+    since = online_since(store)
     with store.read() as session:
         return [
             AgentView(
@@ -86,6 +85,17 @@ def seen(session: Session, agent_id: str, now: datetime) -> AgentRow:
 
 def capabilities(agent: AgentRow) -> tuple[list[str], list[str]]:
     """(runtimes, devices) the agent can measure with: only jobs it can do are offered."""
-    fingerprint = DeviceFingerprint.model_validate(agent.fingerprint)
-    devices = ["cpu", "cuda"] if fingerprint.accelerator else ["cpu"]
-    return list(fingerprint.runtimes), devices
+    return fingerprint_capabilities(agent.fingerprint)
+
+
+def fingerprint_capabilities(fingerprint: dict) -> tuple[list[str], list[str]]:
+    """(runtimes, devices) an agent with this stored fingerprint can measure with."""
+    parsed = DeviceFingerprint.model_validate(fingerprint)
+    devices = ["cpu", "cuda"] if parsed.accelerator else ["cpu"]
+    return list(parsed.runtimes), devices
+
+
+def online_since(store: Store) -> datetime:
+    """Agents seen since this moment are online: within a lease period (as /metrics counts
+    hwnas_agents_online and the fleet's view shows them)."""
+    return store.now() - timedelta(seconds=store.settings.lease_seconds)

@@ -4,9 +4,10 @@ A claim is a compare-and-set: one conditional UPDATE that only succeeds while th
 queued; its rowcount says who won. On PostgreSQL the queued row is first picked with
 `FOR UPDATE SKIP LOCKED`, so concurrent claims (from any number of server processes) each take
 a different job instead of racing for the same one. Expired leases go back to the queue before
-new work goes out. Every lease issued is logged (`LeaseRow`), which is what lets a result be
-accepted exactly once: a repeated submission is a duplicate, and a measurement that arrives
-after its lease expired still counts if the job has no result yet.
+new work goes out, and on a schedule besides (server.services.leases). Every lease issued is
+logged (`LeaseRow`), which is what lets a result be accepted exactly once: a repeated
+submission is a duplicate, and a measurement that arrives after its lease expired still counts
+if the job has no result yet.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from server.errors import Conflict, NotFound
 from server.services.agents import capabilities, seen
 from server.services.context import Services
 from server.services.events import log_event
+from server.services.leases import requeue_expired
 from server.services.searches import advance, tell
 from server.settings import as_utc
 from server.store.cache import new_measurement
@@ -42,32 +44,6 @@ from server.store.rows import AgentRow, CandidateRow, LeaseRow, SearchRow
 from server.store.store import Store, get_search
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
-
-
-def requeue_expired(session: Session, now: datetime, row_locks: bool = False) -> None:
-    """Jobs whose lease ran out go back to the queue (or are cancelled with their search)."""
-    expired = select(CandidateRow.id).where(
-        CandidateRow.status == JobStatus.RUNNING, CandidateRow.lease_expires_at < now
-    )
-    if row_locks:  # rows another claim is requeueing are its business
-        expired = expired.with_for_update(skip_locked=True)
-    ids = list(session.scalars(expired))
-    if not ids:
-        return
-    running = select(SearchRow.id).where(SearchRow.status == SearchStatus.RUNNING)
-    cleared = {"lease_id": None, "agent_id": None, "lease_expires_at": None}
-    mine = CandidateRow.id.in_(ids)
-    requeued = session.execute(
-        update(CandidateRow)
-        .where(mine, CandidateRow.search_id.in_(running))
-        .values(status=JobStatus.QUEUED, **cleared)
-    ).rowcount
-    cancelled = session.execute(
-        update(CandidateRow)
-        .where(mine, CandidateRow.status == JobStatus.RUNNING)
-        .values(status=JobStatus.CANCELLED, **cleared)
-    ).rowcount
-    log_event("lease.expired", requeued=requeued, cancelled=cancelled)
 
 
 def claim(services: Services, agent_id: str) -> JobLease | None:

@@ -16,7 +16,8 @@ from archvocab.wire import (
     SearchStatus,
 )
 from search.engine import Engine
-from server.services import quality, remeasure
+from server.services import availability, quality, remeasure
+from server.services.availability import Fleet
 from server.services.context import Services
 from server.services.engines import measured_values
 from server.services.events import log_event
@@ -26,7 +27,11 @@ from server.store.rows import AgentRow, CandidateRow, SearchRow
 from server.store.store import Store, get_search
 
 
-def create_search(services: Services, request: SearchCreate) -> SearchInfo:
+def create_search(
+    services: Services, request: SearchCreate, server_url: str | None = None
+) -> SearchInfo:
+    """Start a search. Its answer warns at once when no agent of its device class has ever
+    registered (server.services.availability); `server_url` goes into the command it names."""
     with services.store.write() as session:
         search = SearchRow(
             name=request.name,
@@ -55,7 +60,7 @@ def create_search(services: Services, request: SearchCreate) -> SearchInfo:
         device_class=request.device_class,
         budget=request.budget.max_evaluations,
     )
-    return get_search_info(services, search_id)
+    return get_search_info(services, search_id, server_url)
 
 
 def measuring_slots(store: Store, session: Session, search: SearchRow) -> int:
@@ -143,19 +148,37 @@ def census(session: Session, search_id: int) -> Census:
     )
 
 
-def _info(services: Services, session: Session, search: SearchRow) -> SearchInfo:
-    return search_info(search, census(session, search.id), services.results.get(session, search))
+def _info(
+    services: Services,
+    session: Session,
+    search: SearchRow,
+    fleet: Fleet,
+    server_url: str | None,
+) -> SearchInfo:
+    return search_info(
+        search,
+        census(session, search.id),
+        services.results.get(session, search),
+        agents=availability.availability(search, fleet, server_url),
+        warnings=availability.warnings(search, fleet, server_url),
+    )
 
 
-def get_search_info(services: Services, search_id: int) -> SearchInfo:
+def get_search_info(
+    services: Services, search_id: int, server_url: str | None = None
+) -> SearchInfo:
+    """The search as users see it; `server_url`: this server's, for the agent command a
+    search that waits for an agent names."""
     with services.store.read() as session:
-        return _info(services, session, get_search(session, search_id))
+        fleet = Fleet(services.store, session)
+        return _info(services, session, get_search(session, search_id), fleet, server_url)
 
 
-def list_searches(services: Services) -> list[SearchInfo]:
+def list_searches(services: Services, server_url: str | None = None) -> list[SearchInfo]:
     with services.store.read() as session:
+        fleet = Fleet(services.store, session)
         searches = session.scalars(select(SearchRow).order_by(SearchRow.id)).all()
-        return [_info(services, session, s) for s in searches]
+        return [_info(services, session, s, fleet, server_url) for s in searches]
 
 
 def list_candidates(

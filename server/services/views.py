@@ -12,6 +12,7 @@ import numpy as np
 
 from archvocab.wire import (
     OBJECTIVE_SENSE,
+    AgentAvailability,
     CandidateInfo,
     Failure,
     JobStatus,
@@ -151,7 +152,13 @@ def best_so_far(table: ResultTable, request: SearchCreate) -> list[ObjectiveBest
     return out
 
 
-def search_info(search: SearchRow, census: Census, table: ResultTable) -> SearchInfo:
+def search_info(
+    search: SearchRow,
+    census: Census,
+    table: ResultTable,
+    agents: AgentAvailability | None = None,
+    warnings: list[str] | None = None,
+) -> SearchInfo:
     request = search.parsed_request
     return SearchInfo(
         id=search.id,
@@ -167,6 +174,8 @@ def search_info(search: SearchRow, census: Census, table: ResultTable) -> Search
         surrogate=model_errors(table.rows),
         noise=noise_summary(table),
         request=request,
+        agents=agents,
+        warnings=warnings or [],
     )
 
 
