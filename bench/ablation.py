@@ -24,17 +24,10 @@ from typing import Any
 
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import Population
+from bench.curve import Curve, first_reaching
+from bench.normalisation import OBJECTIVES, make_normaliser, score
 from bench.replay import DeviceReplay
-from bench.search_efficiency import (
-    HWNAS_INITIAL,
-    OBJECTIVES,
-    Curve,
-    first_reaching,
-    make_normaliser,
-    run_engine,
-    run_one,
-    score,
-)
+from bench.strategy_runs import HWNAS_INITIAL, run_engine, run_one
 from search.hypervolume import Normaliser
 from search.strategies.hwnas import SteadyStateEngine
 

@@ -38,8 +38,9 @@ import httpx
 from agent.measure import measure_candidate
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import MeasurementSettings
+from bench.normalisation import OBJECTIVES, extremes, make_normaliser
 from bench.replay import DeviceReplay
-from bench.search_efficiency import OBJECTIVES, extremes, make_normaliser, run_one
+from bench.strategy_runs import run_one
 from hwnas.testing.agents import start_agent
 from hwnas.testing.ports import free_port, loopback_url
 from hwnas.testing.processes import Processes

@@ -26,8 +26,9 @@ import numpy as np
 from agent.measure import measure_candidate
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import MeasurementSettings
+from bench.normalisation import OBJECTIVES, extremes, make_normaliser
 from bench.replay import DeviceReplay
-from bench.search_efficiency import OBJECTIVES, extremes, make_engine, make_normaliser
+from bench.strategy_runs import make_engine
 from search.hypervolume import Normaliser, hypervolume, improvements
 
 

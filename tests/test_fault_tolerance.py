@@ -25,15 +25,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.faults import (
-    AGENT_KILL,
-    KILL_PAUSE_S,
-    SERVER_KILL,
-    EventLog,
-    kill_mid_measurement,
-    replay_agent_args,
-    replay_request,
-)
+from bench.agent_kills import AGENT_KILL, KILL_PAUSE_S, kill_mid_measurement
+from bench.fault_cluster import replay_request
+from bench.replay_fleet import replay_agent_args
+from bench.server_events import EventLog
+from bench.server_kills import SERVER_KILL
 from hwnas.testing.ports import free_port
 from hwnas.testing.processes import Processes
 from hwnas.testing.servers import api_client, start_server
@@ -130,7 +126,7 @@ AGENT_KILLS = 20
 
 def test_agents_killed_mid_measurement_20_times(tmp_path, procs):
     """kill -9 an agent in the middle of a measurement 20 times, at random moments
-    (bench.faults.kill_mid_measurement), each time on another job; a replacement agent starts
+    (bench.agent_kills.kill_mid_measurement), each time on another job; a replacement agent starts
     each time. The killed jobs come back when their 3 s leases run out."""
     db, port = tmp_path / "agent-kills.db", free_port()
     url = f"http://127.0.0.1:{port}"

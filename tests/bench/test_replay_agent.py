@@ -19,9 +19,10 @@ from agent.measure import MeasurementCancelled
 from archvocab.registry import parse_spec
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import Failure, MeasurementResult, MeasurementSettings, ProxyRequest
-from bench import agent_scaling as scaling
-from bench.replay import DeviceReplay
+from bench import replay_fleet
+from bench.replay import DEFAULT_TABLE, DeviceReplay
 from bench.replay_agent import ReplayDevice
+from bench.scaling_report import report, summarise
 from hwnas.testing.servers import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,12 +98,12 @@ def test_scaling_summary_counts_unreached_runs_as_slowest() -> None:
 
     runs = [run(1, 0, 100.0), run(4, 0, 25.0), run(1, 1, 120.0), run(4, 1, None)]
     runs += [run(1, 2, 110.0), run(4, 2, 30.0)]
-    summary = scaling.summarise(runs, [1, 4])
+    summary = summarise(runs, [1, 4])
     assert summary[0]["wall_s"] == 110.0 and summary[1]["wall_s"] == 30.0
     assert summary[1]["reached"] == 2 and summary[1]["speedup"] == pytest.approx(110 / 30)
     args = type("Args", (), {"target": 0.3, "budget": 10, "seeds": 3, "time_scale": 0.2})()
     args.agents = [1, 4]
-    text, verdict = scaling.report(summary, runs, args)
+    text, verdict = report(summary, runs, args)
     assert verdict is True and "PASS" in text and "not reached" in text
 
 
@@ -115,12 +116,12 @@ def test_two_replay_agents_run_a_search_through_a_real_server(replay: DeviceRepl
     ):
         agents: list[subprocess.Popen] = []
         try:
-            agents = scaling.start_agents(server.url, 2, 0.01, scaling.DEFAULT_TABLE, Path(tmp))
+            agents = replay_fleet.start_agents(server.url, 2, 0.01, DEFAULT_TABLE, Path(tmp))
             with httpx.Client(base_url=server.url, timeout=60) as http:
-                scaling.wait_for_agents(http, 2, agents)
+                replay_fleet.wait_for_agents(http, 2, agents)
                 request = {
                     "strategy": "hwnas",
-                    "device_class": scaling.DEVICE_CLASS,
+                    "device_class": replay_fleet.DEVICE_CLASS,
                     "budget": {"max_evaluations": budget},
                     "population": {"initial": 4},
                     "seed": 5,
@@ -133,7 +134,7 @@ def test_two_replay_agents_run_a_search_through_a_real_server(replay: DeviceRepl
                 rows = http.get(f"/api/v1/searches/{search_id}/candidates").json()
                 listed = http.get("/api/v1/agents").json()
         finally:
-            scaling.stop_processes(agents)
+            replay_fleet.stop_processes(agents)
     assert info["progress"]["measured"] == budget == len(rows)
     assert all(r["status"] == "measured" for r in rows)
     for row in rows:

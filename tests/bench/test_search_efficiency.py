@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from archvocab.registry import parse_space
 from bench import search_efficiency as se
+from bench.curve import Curve
+from bench.efficiency_tables import TARGET_SHARE
+from bench.normalisation import extremes, make_normaliser, score
 from bench.replay import DeviceReplay
+from bench.strategy_runs import STRATEGIES
 from proxies.params import decoder_params
+from search.hypervolume import hypervolume
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +39,7 @@ def test_every_strategy_and_seed_ran_to_its_budget(quick: tuple[dict, str]) -> N
         "optuna": se.QUICK["budget_peers"],
     }
     assert payload["budgets"] == budgets
-    assert set(payload["results"]) == set(se.STRATEGIES)
+    assert set(payload["results"]) == set(STRATEGIES)
     for strategy, runs in payload["results"].items():
         assert [run["seed"] for run in runs] == list(range(se.QUICK["seeds"]))
         for run in runs:
@@ -80,7 +86,7 @@ def test_reach_agrees_with_the_curves(quick: tuple[dict, str]) -> None:
     for strategy, got in payload["summary"]["reach"].items():
         for run in payload["results"][strategy]:
             count = got["counts"][str(run["seed"])]
-            level = se.TARGET_SHARE * levels[run["seed"]]
+            level = TARGET_SHARE * levels[run["seed"]]
             if count is None:
                 assert max(run["hv"]) < level
             else:
@@ -90,8 +96,8 @@ def test_reach_agrees_with_the_curves(quick: tuple[dict, str]) -> None:
 
 def test_extremes_bound_the_space() -> None:
     replay = DeviceReplay.load()
-    space = se.parse_space(replay.space or {})
-    largest, smallest = se.extremes(space)
+    space = parse_space(replay.space or {})
+    largest, smallest = extremes(space)
     rng = random.Random(0)
     sizes = [decoder_params(space.sample(rng)) for _ in range(500)]
     assert decoder_params(smallest) <= min(sizes) and max(sizes) <= decoder_params(largest)
@@ -99,17 +105,17 @@ def test_extremes_bound_the_space() -> None:
 
 def test_incremental_hypervolume_matches_a_full_recomputation() -> None:
     replay = DeviceReplay.load()
-    space = se.parse_space(replay.space or {})
-    normaliser = se.make_normaliser(replay, space)
-    curve = se.Curve(normaliser)
+    space = parse_space(replay.space or {})
+    normaliser = make_normaliser(replay, space)
+    curve = Curve(normaliser)
     rng = random.Random(1)
     rows = []
     for _ in range(60):
         spec = space.sample(rng)
         got = replay.measure(spec)
-        rows.append({**se.score(spec), "latency_ms": got.latency_ms, "memory_mb": got.memory_mb})
+        rows.append({**score(spec), "latency_ms": got.latency_ms, "memory_mb": got.memory_mb})
         curve.add(rows[-1], got.wall_s, got.from_table)
-    assert curve.hv[-1] == pytest.approx(se.hypervolume(normaliser.points(rows)), rel=1e-12)
+    assert curve.hv[-1] == pytest.approx(hypervolume(normaliser.points(rows)), rel=1e-12)
 
 
 def test_the_documented_command_runs_as_a_script(tmp_path: Path) -> None:
