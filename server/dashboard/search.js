@@ -15,6 +15,8 @@ export function mount(view, [id]) {
   view.innerHTML = `
     <h1 id="title">search ${esc(id)}</h1>
     <div class="facts" id="facts"></div>
+    <div id="waiting" role="status" hidden
+      style="background:#fff8e1;border:1px solid #e0b400;padding:.5rem .8rem;margin:0 0 .8rem"></div>
     <div class="plots">
       <div class="plot" id="plot-proxy-latency"></div>
       <div class="plot" id="plot-proxy-memory"></div>
@@ -56,6 +58,7 @@ async function refresh(view, state) {
   state.estimates = points.estimates;
   if (state.baseline === null) state.baseline = await baseline(state);
   renderFacts(view, info, state);
+  renderWaiting(view, info);
   const changed = points.rows.length || frontierChanged || !view.dataset.ready;
   const finished = info.status !== "running";
   const due = state.rows.length < LARGE_ROWS || finished
@@ -163,6 +166,18 @@ function renderFacts(view, info, state) {
     <span>hypervolume <b>${hv}</b></span>
     ${noiseFacts(info.noise)}
     <span>baseline <b>${state.baseline && state.baseline.length ? `${state.baseline.length} depths` : "none"}</b></span>`;
+}
+
+// A search nothing can measure says so, with the command that would start an agent for it:
+// the server's warnings (no agent of the class ever registered) or its note on the agents.
+function renderWaiting(view, info) {
+  const box = view.querySelector("#waiting");
+  const waiting = info.agents?.waiting_for_agent;
+  const lines = info.warnings?.length ? info.warnings : waiting ? [waiting] : [];
+  const code = (line) => esc(line).replace(/`([^`]+)`/g, '<code class="mono">$1</code>');
+  box.innerHTML = lines.map((line) => `<div>${code(line)}</div>`).join("");
+  box.dataset.command = lines.length ? info.agents?.command || "" : "";
+  box.hidden = !lines.length;
 }
 
 // How far a value may move when measured again (the bars on the frontier points), and the
