@@ -1,6 +1,6 @@
 """`hwnas agent`: build the HTTP client and the worker from the command line, then run.
 
-The parser lives in `hwnas.cli`; this is where logging and signal handling are set up.
+Its arguments are in `agent.args`; this is where logging and signal handling are set up.
 SIGTERM or SIGINT once: finish and report the current job, then exit. Twice: kill the
 measurement and exit at once.
 """
@@ -22,6 +22,7 @@ from types import FrameType
 import httpx
 from pydantic import ValidationError
 
+from agent.args import AGENT_TOKEN_ENV
 from agent.client import AgentClient
 from agent.fingerprint import device_fingerprint
 from agent.guard import MIB, Guard, Limits
@@ -31,7 +32,6 @@ from archvocab.wire import AgentRegistration, JobLease
 
 logger = logging.getLogger("agent")
 HTTP_TIMEOUT_S = 30.0
-AGENT_TOKEN_ENV = "HWNAS_AGENT_TOKEN"  # the enrollment token, where --token is not given
 WARM_WAIT_S = 120.0  # the longest the first claim waits for the forkserver
 
 

@@ -1,7 +1,8 @@
 """`hwnas baseline` and `hwnas report`: measure a space's layer-scaled baseline on a device
 class through a running server, and compare a search's frontier with it.
 
-Through the Python client (hwnas.client); the agents of that device class measure.
+Through the Python client (hwnas.client); the agents of that device class measure. The
+arguments are in hwnas.client_args.
 """
 
 from __future__ import annotations

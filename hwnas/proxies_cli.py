@@ -4,7 +4,8 @@
 `validate` every chosen proxy on every chosen published set. Tables (with `rich` when it is
 installed, plain text otherwise) or JSON. The numbers come from the proxies library
 (`proxies.correlate`, `proxies.validate`); the data from the folder hwnas.ground_truth finds.
-Imported only when the command runs (hwnas.cli), like every role's command.
+Imported only when the command runs (hwnas.cli), like every role's command; its arguments are
+in hwnas.proxies_args.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from archvocab.errors import InvalidSpec
 from hwnas.ground_truth import GroundTruthMissing, require_ground_truth
 from proxies.correlate import Correlation, correlate_file
 from proxies.ground_truth import SETS, load_set
-from proxies.inputs import ProxyInputs
+from proxies.inputs import RANDOM, ProxyInputs
 from proxies.registry import PROXIES, get_proxy
 from proxies.validate import Validation, validate_many
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             args.set,
             args.top_k,
             as_json=args.json,
-            inputs=(args.text or "random", args.batch_size, args.seq_len, args.seed),
+            inputs=(args.text or RANDOM, args.batch_size, args.seq_len, args.seed),
         )
     if args.proxies_command != "correlate":
         print(f"hwnas proxies: unknown command {args.proxies_command!r}", file=sys.stderr)
@@ -148,15 +149,15 @@ def validate_command(
     sets: list[str] | None,
     top_k: float,
     as_json: bool = False,
-    inputs: tuple[str, int, int, int] = ("random", 4, 32, 0),
+    inputs: tuple[str, int, int, int] | None = None,
 ) -> int:
     """Print the validation of `proxies` (default: the zero-cost ones) on `sets` (default
     all); a proxy is skipped, with a note, on sets of kinds it does not apply to.
     `inputs` is (source, batch_size, seq_len, seed) of data-dependent proxies. 2 on bad
-    input or missing data."""
+    input or missing data; None: ProxyInputs' defaults."""
     zero_cost = [p.name for p in PROXIES.values() if p.cost == "zero"]
     try:
-        batch = ProxyInputs(*inputs)
+        batch = ProxyInputs(*inputs) if inputs is not None else ProxyInputs()
         chosen = [get_proxy(p) for p in proxies or zero_cost]
         if any(p.cost != "zero" for p in chosen):
             one_thread_for_torch()

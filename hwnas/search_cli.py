@@ -1,5 +1,5 @@
 """`hwnas search start | list | status | wait | pareto | cancel | export`, on the Python client
-(the parser is in hwnas/cli.py).
+(its arguments are in hwnas/client_args.py).
 
 Tables and the progress bar are for people (rich, on a terminal); `--json` prints the
 server's objects for scripts, and nothing else on stdout. Errors go to stderr with the
@@ -21,8 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from hwnas.client import DEFAULT_SERVER, ApiError, Client
-
-SERVER_ENV = "HWNAS_SERVER"
+from hwnas.client_args import SERVER_ENV
 
 
 def run(args: argparse.Namespace) -> int:
