@@ -94,6 +94,11 @@ class NoiseSummary(BaseModel):
         description="per measured objective: the interval of a single measurement relative "
         "to its value, [low, high]"
     )
+    reference_sigma: dict[str, float] = Field(
+        default_factory=dict,
+        description="per measured objective, the log-scale spread of the reference readings "
+        "alone; `sigma` adds what candidates show beyond it, and is what intervals use",
+    )
     busy_results: int = Field(description="results measured while the machine looked busy")
     plain_frontier_size: int = Field(description="the frontier if the values were exact")
     certain_frontier_size: int = Field(

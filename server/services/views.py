@@ -188,6 +188,7 @@ def noise_summary(table: ResultTable) -> NoiseSummary | None:
         confidence=table.confidence,
         sigma=dict(noise.sigma),
         dof=dict(noise.dof),
+        reference_sigma=dict(noise.reference_sigma),
         reference_readings=table.reference_readings(),
         earlier_readings=table.earlier_readings(),
         reference_level=dict(zip(METRICS, level)) if level else None,

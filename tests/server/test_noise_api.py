@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from search.noise import PRIOR_DOF, fit, prior
+import pytest
+
+from search.noise import PRIOR_DOF, PRIOR_EXTRA, PRIOR_EXTRA_DOF, fit, prior
 from tests.factories import (
     FINGERPRINT,
     check_frontier_beyond_noise,
@@ -69,6 +71,8 @@ def test_intervals_come_from_the_reference_readings_and_narrow_with_them(client)
     assert noise["reference_readings"] == len(READINGS)  # one reading, many results: counted once
     model = fit({"latency_ms": [READINGS], "memory_mb": [[50.0] * len(READINGS)]})
     assert noise["sigma"]["latency_ms"] == model.sigma["latency_ms"]
+    assert noise["reference_sigma"]["latency_ms"] == model.reference_sigma["latency_ms"]
+    assert noise["reference_sigma"]["latency_ms"] < noise["sigma"]["latency_ms"]
     # evidence of a ~3% spread narrows the prior's interval
     assert model.sigma["latency_ms"] < prior("cpu").sigma["latency_ms"]
     low, high = model.interval("latency_ms", 1.0, 0.95)
@@ -234,8 +238,15 @@ def test_a_later_search_on_the_device_class_starts_from_the_earlier_readings(cli
     # (a result reused from the cache brings its reading into the search's own)
     own, earlier = noise["reference_readings"], noise["earlier_readings"]
     assert own + earlier == len(READINGS) + 1 and earlier >= 1
-    # two groups of repeated readings: this search's and the earlier one's
-    assert noise["dof"]["latency_ms"] == PRIOR_DOF + (own - 1) + (earlier - 1)
+    # two groups of repeated readings, this search's and the earlier one's, are the
+    # reference's evidence; the candidates' extra (no candidate measured twice) its prior's
+    reference_dof = PRIOR_DOF + (own - 1) + (earlier - 1)
+    ref_var = noise["reference_sigma"]["latency_ms"] ** 2
+    total = noise["sigma"]["latency_ms"] ** 2
+    extra_var = total - ref_var
+    assert extra_var == pytest.approx(PRIOR_EXTRA["cpu"]["latency_ms"] ** 2)
+    expected = total**2 / (ref_var**2 / reference_dof + extra_var**2 / PRIOR_EXTRA_DOF)
+    assert noise["dof"]["latency_ms"] == pytest.approx(expected)
 
 
 def test_a_re_measurement_goes_to_another_agent_of_the_class_while_one_is_online(client, clock):
