@@ -62,14 +62,11 @@ def export_onnx(spec: ArchSpec, settings: MeasurementSettings, path: str) -> flo
     import torch  # here, not at the top: the measuring process must not load torch
 
     from agent.in_process import build_for, make_inputs
-    from archvocab.spaces.gpt2.build import AdaptiveEmbedding
 
     start = time.perf_counter()
     # The torch path's model, value for value, with the settings' output mode.
     model, _ = build_for(spec, settings, torch.device("cpu"))
-    for module in model.modules():
-        if isinstance(module, AdaptiveEmbedding):  # the model is ours and thrown away after
-            module.forward = MethodType(_adaptive_embedding_for_export, module)
+    make_exportable(model)  # the model is ours and thrown away after
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     inputs = make_inputs(spec, settings, torch.device("cpu"))
     names = [f"input_{i}" for i in range(len(inputs))]
@@ -90,6 +87,16 @@ def export_onnx(spec: ArchSpec, settings: MeasurementSettings, path: str) -> flo
             verbose=False,
         )
     return time.perf_counter() - start
+
+
+def make_exportable(model: torch.nn.Module) -> None:
+    """Give the modules torch.export cannot trace as they are a forward it can, in place: the
+    same values (`_adaptive_embedding_for_export`)."""
+    from archvocab.spaces.gpt2.build import AdaptiveEmbedding
+
+    for module in model.modules():
+        if isinstance(module, AdaptiveEmbedding):
+            module.forward = MethodType(_adaptive_embedding_for_export, module)
 
 
 def _adaptive_embedding_for_export(self: Any, tokens: torch.Tensor) -> torch.Tensor:

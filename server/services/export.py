@@ -1,28 +1,28 @@
-"""Exporting an architecture so a user can train or deploy it: as JSON, as a Python file that
-builds the untrained PyTorch model, or as an ONNX file.
+"""Exporting an architecture so a user can train or deploy it: as JSON, as a self-contained
+Python file that builds the untrained PyTorch model and trains it, or as an ONNX file.
 
-The server never imports torch. The Python file is text written here; the ONNX file is made
-by `python -m agent.export` in a child process (`Settings.export_python`) and cached on disk
-by (arch_id, batch_size, seq_len): arch ids are content hashes, so an entry never goes stale.
+The server never imports torch. The Python file is text assembled from the builders' source
+(`archvocab.standalone`); the ONNX file is made by `python -m agent.export` in a child process
+(`Settings.export_python`) and cached on disk by (arch_id, batch_size, seq_len): arch ids are
+content hashes, so an entry never goes stale.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pprint
 import shutil
 import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from string import Template
 
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from archvocab.errors import InvalidSpec
-from archvocab.registry import ArchSpec, kind_of_spec, parse_spec
+from archvocab.registry import ArchSpec, parse_spec
+from archvocab.standalone import torch_file
 from archvocab.wire import ArchitectureExport
 from server.errors import ExportFailed, ExportUnavailable, NotFound
 from server.settings import Settings
@@ -36,7 +36,10 @@ SINGLE_FILE_WEIGHTS_LIMIT = 1536 * 2**20
 # = agent.export's exit statuses (a test keeps them equal).
 EXIT_MISSING_MODULE = 3
 EXIT_TOO_LARGE = 4
-UNAVAILABLE = 'ONNX export needs torch and onnx where the server runs: pip install "hwnas[agent]"'
+UNAVAILABLE = (
+    "ONNX export needs torch, onnx and onnxscript where the server runs: "
+    "pip install torch onnx onnxscript"
+)
 _FLOAT32_BYTES = 4
 
 # One lock per cache file, so concurrent requests for one export wait for a single child
@@ -59,13 +62,16 @@ def architecture_export(store: Store, arch_id: str) -> ArchitectureExport:
 
 
 def torch_source(store: Store, arch_id: str) -> str:
-    """A standalone Python file whose `build_model()` returns the untrained torch module."""
+    """A Python file that needs only torch: `build_model()` returns the untrained module,
+    `python hwnas-<arch_id>.py train corpus.txt` trains it (`archvocab.standalone`)."""
     row, searches = _read(store, arch_id)
-    return python_source(row.arch_id, row.spec, searches)
+    return torch_file(parse_spec(row.spec), searches)
 
 
 def onnx_file(store: Store, arch_id: str, batch_size: int, seq_len: int) -> Path:
-    """The cached ONNX export for a (batch_size, seq_len) token input, made on first request.
+    """The cached ONNX export, traced with a (batch_size, seq_len) token input and made on
+    first request: `input_ids` -> `log_probs` (`agent.export.export`), any batch size and any
+    length up to the model's longest (a recurrent model's length is seq_len).
 
     InvalidSpec (422) when seq_len is too long for the model or its weights need more than one
     file; ExportUnavailable (501) when the export interpreter lacks torch or onnx.
@@ -73,7 +79,8 @@ def onnx_file(store: Store, arch_id: str, batch_size: int, seq_len: int) -> Path
     row, _ = _read(store, arch_id)
     spec = parse_spec(row.spec)
     _check_exportable(spec, seq_len)
-    path = export_dir(store.settings) / f"{arch_id}-b{batch_size}-s{seq_len}.onnx"
+    # "dynamic": files of the fixed-shape exporter that came before stay unused in a cache
+    path = export_dir(store.settings) / f"{arch_id}-b{batch_size}-s{seq_len}-dynamic.onnx"
     with _lock_for(path):
         if not path.exists():
             _export(store.settings.export_python, row.spec, path, batch_size, seq_len)
@@ -168,114 +175,3 @@ def _check_exit(done: subprocess.CompletedProcess[str], spec: dict) -> None:
         raise InvalidSpec("format", _too_large(weight_bytes))
     lines = done.stderr.strip().splitlines() or ["no message"]
     raise ExportFailed(f"ONNX export failed (exit status {done.returncode}): {lines[-1]}")
-
-
-# -- the PyTorch file ----------------------------------------------------------------------
-# What a training step looks like depends on what the kind's forward returns (see each
-# archvocab/spaces/*/build.py): log-probabilities (gpt2, transxl), log-probabilities and recurrent
-# state (nasbench_nlp), or encoder hidden states that need a head (flexibert).
-_LM = """\
-    for tokens in batches:  # LongTensor (batch, seq_len + 1), seq_len <= $max_seq_len
-        log_probs = model(tokens[:, :-1])  # (batch, seq_len, vocab): log-probabilities
-        loss = F.nll_loss(log_probs.flatten(0, 1), tokens[:, 1:].flatten())
-"""
-_RECURRENT = """\
-    hidden = exported["example_inputs"](batch_size)[1]  # zero states, (n_states, batch, width)
-    for tokens in batches:  # LongTensor (batch_size, seq_len + 1), consecutive text chunks
-        log_probs, hidden = model(tokens[:, :-1], hidden)  # (batch, seq_len, vocab) log-probs
-        hidden = hidden.detach()  # truncated backpropagation through time
-        loss = F.nll_loss(log_probs.flatten(0, 1), tokens[:, 1:].flatten())
-"""
-_ENCODER = """\
-    head = torch.nn.Linear($hidden_size, $vocab_size)  # the encoder returns hidden states
-    optimizer.add_param_group({"params": head.parameters()})
-    for tokens, labels in batches:  # masked LM: labels are -100 except at masked positions
-        hidden = model(tokens)  # (batch, seq_len, $hidden_size), seq_len <= $max_seq_len
-        loss = F.cross_entropy(head(hidden).flatten(0, 1), labels.flatten(), ignore_index=-100)
-"""
-_GENERIC = """\
-    for inputs in batches:  # shaped as exported["example_inputs"](batch_size, seq_len)
-        outputs = model(*inputs)  # what it returns, and so the loss: see $builder
-        loss = ...
-"""
-_TRAINING = {"gpt2": _LM, "transxl": _LM, "nasbench_nlp": _RECURRENT, "flexibert": _ENCODER}
-
-_SOURCE = Template('''\
-"""hwnas architecture $arch_id ($kind): the untrained model, to train.
-
-Decoder parameters: $decoder_params; total parameters: $total_params. Proposed by hwnas
-search(es) $searches. Building it needs hwnas's model builders and torch, not the server:
-
-    pip install "hwnas[agent]"  # hwnas's architecture vocabulary, with torch
-    python hwnas-$arch_id.py  # smoke test: builds the model, runs one forward pass
-
-Training, in outline (bring your own tokenizer and data; token ids < $vocab_size):
-
-    import runpy
-    import torch
-    from torch.nn import functional as F
-
-    exported = runpy.run_path("hwnas-$arch_id.py")
-    model = exported["build_model"]().train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    batch_size = 16
-$training\
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-"""
-
-from archvocab.registry import kind_of_spec, parse_spec
-
-ARCH_ID = "$arch_id"
-TOTAL_PARAMS = $total_params
-SPEC = $spec
-
-
-def build_model():
-    """SPEC's untrained torch.nn.Module, built by hwnas's own builder (random init)."""
-    spec = parse_spec(SPEC)
-    return kind_of_spec(spec).load_builder().build_model(spec)
-
-
-def example_inputs(batch_size=1, seq_len=$example_seq_len):
-    """Random inputs for the model's forward, as a tuple of tensors."""
-    import torch
-
-    spec = parse_spec(SPEC)
-    generator = torch.Generator().manual_seed(0)
-    return kind_of_spec(spec).load_builder().example_inputs(spec, batch_size, seq_len, generator)
-
-
-if __name__ == "__main__":
-    import torch
-
-    model = build_model().eval()
-    with torch.no_grad():
-        outputs = model(*example_inputs())
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    count = sum(p.numel() for p in model.parameters())
-    print(f"{ARCH_ID}: {count} parameters (expected {TOTAL_PARAMS}); outputs", end=" ")
-    print(", ".join(str(tuple(t.shape)) for t in outputs))
-''')
-
-
-def python_source(arch_id: str, data: dict, searches: list[int]) -> str:
-    """The file's text: `data` (the stored spec) as a literal, and a training outline."""
-    spec = parse_spec(data)
-    longest = spec.max_seq_len
-    values = {
-        "arch_id": arch_id,
-        "kind": spec.kind,
-        "decoder_params": spec.decoder_params(),
-        "total_params": spec.total_params(),
-        "vocab_size": data.get("vocab_size", "the vocabulary size"),
-        "hidden_size": data.get("hidden_size"),
-        "max_seq_len": longest if longest is not None else "any length",
-        "example_seq_len": min(64, longest or 64),
-        "builder": kind_of_spec(spec).builder.replace(".", "/") + ".py",
-        "searches": ", ".join(map(str, searches)) or "(none)",
-        "spec": pprint.pformat(data, width=92, sort_dicts=False),
-    }
-    training = Template(_TRAINING.get(spec.kind, _GENERIC)).substitute(values)
-    return _SOURCE.substitute(values, training=training)
