@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bench import background_load
 from bench import reproducibility as rp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +85,7 @@ def test_shares_and_spreads_are_in_range(quick: tuple[dict[str, Any], str]) -> N
         "memory_cv_le_3pct",
         "noise_frontier_keeps_ge_90",
         "noise_flips_le_half_plain",
+        "noise_decision_flips_le_half_plain",
     }
 
 
@@ -121,19 +123,19 @@ def test_agent_counters_are_read_from_its_last_stop_line() -> None:
 
 
 def test_busy_loops_run_only_inside_the_block() -> None:
-    with rp.busy_loops(2) as procs:
+    with background_load.busy_loops(2) as procs:
         assert len(procs) == 2 and all(p.poll() is None for p in procs)
     assert all(p.poll() is not None for p in procs)
 
 
 def test_memory_streams_run_only_inside_the_block() -> None:
-    with rp.memory_streams(1, mb=1) as procs:
+    with background_load.memory_streams(1, mb=1) as procs:
         assert len(procs) == 1 and procs[0].poll() is None
     assert procs[0].poll() is not None
 
 
 def test_load_processes_stop_when_the_block_raises() -> None:
-    with pytest.raises(RuntimeError), rp.busy_loops(1) as procs:
+    with pytest.raises(RuntimeError), background_load.busy_loops(1) as procs:
         raise RuntimeError("the run failed")
     assert procs[0].poll() is not None
 
