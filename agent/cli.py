@@ -28,7 +28,7 @@ from agent.fingerprint import device_fingerprint
 from agent.guard import MIB, Guard, Limits
 from agent.launch import warm_forkserver
 from agent.worker import Worker
-from archvocab.wire import AgentRegistration, JobLease
+from archvocab.wire import AgentInfo, AgentRegistration, JobLease
 
 logger = logging.getLogger("agent")
 HTTP_TIMEOUT_S = 30.0
@@ -62,10 +62,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hwnas agent: invalid argument: {exc}", file=sys.stderr)
         return 2
     logger.info("device: %s", registration.fingerprint.model_dump())
-    ready = start_warming()
     with httpx.Client(base_url=args.server.rstrip("/"), timeout=HTTP_TIMEOUT_S) as http:
         token = args.token or os.environ.get(AGENT_TOKEN_ENV) or None
-        client = ClaimWhenReady(http, enrollment_token=token, ready=ready)
+        client = ClaimWhenReady(http, enrollment_token=token)
         worker = Worker(
             client,
             registration,
@@ -80,11 +79,10 @@ def run(args: argparse.Namespace) -> int:
             return worker.run()
 
 
-def start_warming() -> threading.Event:
+def start_warming(ready: threading.Event) -> None:
     """Warm the measuring processes' forkserver (it imports torch: seconds) in a background
-    thread; the event is set when it is ready, or when warming failed (then the first job
+    thread; `ready` is set when it is ready, or when warming failed (then the first job
     starts the forkserver itself, as without warming)."""
-    ready = threading.Event()
 
     def warm() -> None:
         try:
@@ -95,26 +93,34 @@ def start_warming() -> threading.Event:
             ready.set()
 
     threading.Thread(target=warm, name="forkserver-warm-up", daemon=True).start()
-    return ready
 
 
 class ClaimWhenReady(AgentClient):
     """An AgentClient that claims no job before `ready` is set (the forkserver warm): a job's
     lease and timeout must not run while torch is imported, and its process start must be as
-    short as any other's. Registering goes ahead meanwhile. While waiting, a stop (SIGTERM)
-    makes the claim answer "no work"."""
+    short as any other's. Warming starts once the server has accepted the agent: an agent
+    whose token is refused exits at once instead of after torch's import. While waiting, a
+    stop (SIGTERM) makes the claim answer "no work"."""
 
     def __init__(
         self,
         http: httpx.Client,
         *,
         enrollment_token: str | None,
-        ready: threading.Event,
         wait_s: float = WARM_WAIT_S,
+        warm: Callable[[threading.Event], None] = start_warming,
     ) -> None:
         super().__init__(http, enrollment_token=enrollment_token)
-        self.ready, self.wait_s = ready, wait_s
+        self.ready, self.wait_s, self._warm = threading.Event(), wait_s, warm
+        self._warming = False
         self.stopping: Callable[[], bool] = lambda: False
+
+    def register(self, registration: AgentRegistration) -> AgentInfo:
+        info = super().register(registration)
+        if not self._warming:
+            self._warming = True
+            self._warm(self.ready)
+        return info
 
     def claim(self, agent_id: str) -> JobLease | None:
         deadline = time.monotonic() + self.wait_s

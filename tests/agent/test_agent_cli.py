@@ -8,6 +8,8 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from agent.cli import run
 from hwnas.cli import build_parser
 
@@ -92,8 +94,7 @@ def test_no_job_is_claimed_before_the_measuring_processes_are_warm() -> None:
     from agent.cli import ClaimWhenReady
 
     http = _Http()
-    ready = threading.Event()
-    client = ClaimWhenReady(http, enrollment_token=None, ready=ready)  # type: ignore[arg-type]
+    client = ClaimWhenReady(http, enrollment_token=None)  # type: ignore[arg-type]
     stopping = threading.Event()
     client.stopping = stopping.is_set
     threading.Timer(0.3, stopping.set).start()
@@ -101,13 +102,35 @@ def test_no_job_is_claimed_before_the_measuring_processes_are_warm() -> None:
     assert http.posts == []
 
 
+def test_warming_starts_once_the_server_accepts_the_agent(monkeypatch) -> None:
+    from agent.cli import ClaimWhenReady
+    from agent.client import AgentClient, Refused
+
+    warmed: list[object] = []
+    client = ClaimWhenReady(_Http(), enrollment_token="wrong", warm=warmed.append)  # type: ignore[arg-type]
+
+    def refuse(self, registration):
+        raise Refused(401, "invalid token")
+
+    monkeypatch.setattr(AgentClient, "register", refuse)
+    with pytest.raises(Refused):
+        client.register(None)  # type: ignore[arg-type]
+    assert warmed == []  # a refused agent exits without importing torch first
+    monkeypatch.setattr(AgentClient, "register", lambda self, registration: "info")
+    assert client.register(None) == "info"  # type: ignore[arg-type]
+    assert client.register(None) == "info"  # type: ignore[arg-type]
+    assert warmed == [client.ready]  # once
+
+
 def test_warming_the_forkserver_waits_for_its_preload() -> None:
+    import threading
     import time
 
     from agent.cli import start_warming
     from agent.launch import run_forked
 
-    ready = start_warming()
+    ready = threading.Event()
+    start_warming(ready)
     assert ready.wait(120)
     started = time.monotonic()
     ended = run_forked({"step": "nope", "spec": {}, "settings": {}}, started + 60, None)
