@@ -107,9 +107,8 @@ class Objectives:
         return {name: both[name] for name in self.names}
 
     def minimised(self, proxies: Mapping[str, float], told: Mapping[str, float]) -> list[float]:
-        """The objective vector with maximised objectives negated, for `search.pareto`."""
-        both = {**proxies, **told}
-        return [-both[n] if self.senses[n] == "max" else both[n] for n in self.names]
+        """One candidate's objective vector as the module's `minimised` gives it."""
+        return minimised(self.names, [{**proxies, **told}])[0].tolist()
 
     def feasible(self, proxies: Mapping[str, float], told: Mapping[str, float]) -> bool:
         """Within max_latency_ms / max_memory_mb (a bound is met when not exceeded)."""
