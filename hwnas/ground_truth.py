@@ -1,10 +1,11 @@
 """Where the published ground-truth data lives: one setting, read here and nowhere else.
 
-`HWNAS_GROUND_TRUTH` names the folder that holds `lts/`, `tfnas/` and `nasbench-nlp/` (LTS's
-training logs, the FlexiBERT benchmark, NAS-Bench-NLP); unset, it is `../shared/data` beside
-this checkout, where the workplace keeps the data read-only. The loaders
-(`proxies.ground_truth`) take the folder as an argument: a library reads no environment.
-Entry points (`hwnas proxies ...`, the benchmarks) and the tests ask here.
+The data ships inside the package (`hwnas/ground_truth_data/`: `lts/`, `tfnas/` and
+`nasbench-nlp/`, with their licences and a README saying where each file comes from), so
+`hwnas proxies validate|correlate` work after `pip install`, from any directory.
+`HWNAS_GROUND_TRUTH`, when set, names another folder laid out the same way, and wins. The
+loaders (`proxies.ground_truth`) take the folder as an argument: a library reads no
+environment. Entry points (`hwnas proxies ...`, the benchmarks) and the tests ask here.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 GROUND_TRUTH_ENV = "HWNAS_GROUND_TRUTH"
-# <checkout>/../shared/data: hwnas/ is one level below the checkout.
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The packaged copy (package data of hwnas; see pyproject's [tool.setuptools.package-data]).
+PACKAGED_DIR = Path(__file__).resolve().parent / "ground_truth_data"
+DEFAULT_DIR = PACKAGED_DIR
 
 
 class GroundTruthMissing(FileNotFoundError):
@@ -23,7 +25,8 @@ class GroundTruthMissing(FileNotFoundError):
 
 
 def ground_truth_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """The data folder, whether or not it exists (tests skip on what is missing)."""
+    """The data folder: $HWNAS_GROUND_TRUTH if set, else the packaged copy; whether or not it
+    exists (tests skip on what is missing)."""
     value = environ.get(GROUND_TRUTH_ENV)
     return Path(value).expanduser() if value else DEFAULT_DIR
 
@@ -34,10 +37,13 @@ def require_ground_truth(*parts: str, environ: Mapping[str, str] = os.environ) -
     folder = ground_truth_dir(environ)
     path = folder.joinpath(*parts)
     if not path.exists():
-        origin = f"${GROUND_TRUTH_ENV}" if environ.get(GROUND_TRUTH_ENV) else "the default"
-        raise GroundTruthMissing(
-            f"ground-truth data not found: {path} does not exist ({origin} puts the data in "
-            f"{folder}); set {GROUND_TRUTH_ENV} to the folder holding lts/, tfnas/ and "
-            "nasbench-nlp/"
-        )
+        layout = "the folder holding lts/, tfnas/ and nasbench-nlp/"
+        if environ.get(GROUND_TRUTH_ENV):
+            fix = f"${GROUND_TRUTH_ENV} is {folder}; set it to {layout}"
+        else:
+            fix = (
+                f"the package's own copy in {folder} is incomplete; reinstall hwnas, or set "
+                f"{GROUND_TRUTH_ENV} to {layout}"
+            )
+        raise GroundTruthMissing(f"ground-truth data not found: {path} does not exist ({fix})")
     return path

@@ -3,7 +3,7 @@
 Each set says which space kind its architectures are, what the trained target is, and
 whether lower or higher is better, so that every proxy can be checked against every set the
 same way (`proxies.validate`). Pure functions: files in, values out. The caller says where
-the data folder is (hwnas.ground_truth finds it: $HWNAS_GROUND_TRUTH, else ../shared/data).
+the data folder is (hwnas.ground_truth finds it: $HWNAS_GROUND_TRUTH, else the package's own copy).
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ def load_bert(path: Path) -> GroundTruthSet:
 
 def load_bert_metric_models(path: Path) -> GroundTruthSet:
     """The FlexiBERT benchmark as the authors scored it: their metric models were built at
-    hidden size 256 and feed-forward 1024 whatever the config said (../shared/data/README.md),
-    so their "Number of Parameters" ranks those, not the trained models."""
+    hidden size 256 and feed-forward 1024 whatever the config said
+    (hwnas/ground_truth_data/README.md), so their "Number of Parameters" ranks those, not the
+    trained models."""
     data = load_bert(path)
     resized: list[ArchSpec] = [
         replace(
