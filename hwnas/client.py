@@ -18,6 +18,7 @@ error answer raises `ApiError`, which carries the status, the message and the fi
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -46,6 +47,49 @@ _SUFFIX = {"json": ".json", "onnx": ".onnx", "torch": ".py"}
 
 
 TOKEN_ENV = "HWNAS_TOKEN"
+
+
+STALL_S = 60.0  # Client.wait: how long nothing moves before a stall is reported
+log = logging.getLogger("hwnas.client")
+
+
+def moved(info: SearchInfo) -> tuple[int, ...]:
+    """What changes while a search moves: its job counts."""
+    p = info.progress
+    return (p.proposed, p.queued, p.running, p.measured, p.failed, p.remeasured, p.remeasuring)
+
+
+def stall_message(info: SearchInfo, idle_s: float) -> str:
+    """One line: how long the search has not moved, what it waits for and how to start one."""
+    waiting = info.agents.waiting_for_agent if info.agents else None
+    return f"search {info.id} has not moved for {idle_s:.0f} s: {waiting}"
+
+
+class StallWatch:
+    """When a running search stalls: its counts unchanged for `stall_s` seconds while the
+    server says no live agent can measure it (`agents.waiting_for_agent`). `stalled` answers
+    the idle seconds once per stall, None otherwise; a move starts the watch again."""
+
+    def __init__(self, stall_s: float) -> None:
+        self.stall_s = stall_s
+        self._last: tuple[int, ...] | None = None
+        self._since = 0.0
+        self._told = False
+
+    def stalled(self, info: SearchInfo, now: float) -> float | None:
+        counts = moved(info)
+        if counts != self._last:
+            self._last, self._since, self._told = counts, now, False
+        waiting = info.agents is not None and info.agents.waiting_for_agent is not None
+        idle_s = now - self._since
+        if self._told or not waiting or idle_s < self.stall_s:
+            return None
+        self._told = True
+        return idle_s
+
+
+def _log_stall(info: SearchInfo, idle_s: float) -> None:
+    log.warning("%s", stall_message(info, idle_s))
 
 
 class Client:
@@ -112,16 +156,27 @@ class Client:
         poll_s: float = 2.0,
         timeout_s: float | None = None,
         on_progress: Callable[[SearchInfo], None] | None = None,
+        stall_s: float = STALL_S,
+        on_stall: Callable[[SearchInfo, float], None] | None = None,
     ) -> SearchInfo:
         """Poll until the search is no longer running; `on_progress` sees every poll.
+
+        A stall (nothing measured, failed, started or queued for `stall_s` seconds while the
+        server says no live agent can measure the search) is reported once per stall to
+        `on_stall(info, idle_s)`, or as a warning on the `hwnas.client` logger without one:
+        the warning says what the search waits for and the command that starts an agent.
         TimeoutError after `timeout_s`."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        watch = StallWatch(stall_s)
         while True:
             info = self.search(search_id)
             if on_progress is not None:
                 on_progress(info)
             if info.status != "running":
                 return info
+            idle_s = watch.stalled(info, time.monotonic())
+            if idle_s is not None:
+                (on_stall or _log_stall)(info, idle_s)
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"search {search_id} still running after {timeout_s} s")
             time.sleep(poll_s)

@@ -21,7 +21,7 @@ SEARCH_COMMANDS = {
     "start": "start a search; fields from --file and/or flags",
     "list": "every search with its status and progress",
     "status": "one search: progress, best values, frontier size",
-    "wait": "wait until a search ends, with a progress bar",
+    "wait": "wait until a search ends, showing progress (a bar on a terminal, lines elsewhere)",
     "pareto": "a search's measured Pareto frontier",
     "cancel": "stop a search proposing",
     "export": "an architecture as spec JSON, ONNX, or a PyTorch module",
@@ -52,21 +52,10 @@ def search_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="search_command", required=True)
     commands = {name: _search_command(sub, name, text) for name, text in SEARCH_COMMANDS.items()}
 
-    start = commands["start"]
-    start.add_argument("--file", "-f", help="request JSON file ('-' reads stdin)")
-    start.add_argument("--name")
-    start.add_argument("--device-class")
-    start.add_argument("--strategy", help="lts (default), nsga2 or hwnas")
-    start.add_argument("--kind", help="space kind, e.g. gpt2, transxl, flexibert")
-    start.add_argument("--budget", type=int, help="measurements to spend")
-    start.add_argument("--objectives", help="comma-separated, e.g. decoder_params,latency_ms")
-    start.add_argument("--seed", type=int)
-    start.add_argument("--wait", action="store_true", help="then wait with a progress bar")
-    start.add_argument("--poll-interval", type=float, default=POLL_INTERVAL_S)
-
+    _start_arguments(commands["start"])
     for name in ("status", "wait", "pareto", "cancel"):
         commands[name].add_argument("search_id", type=int)
-    commands["wait"].add_argument("--poll-interval", type=float, default=POLL_INTERVAL_S)
+    _follow_arguments(commands["wait"])
     commands["wait"].add_argument("--timeout", type=float, default=None, metavar="SECONDS")
 
     export = commands["export"]
@@ -74,6 +63,81 @@ def search_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("--format", choices=["json", "onnx", "torch"], default="torch")
     export.add_argument("--output", "-o", help="file or folder (default: current folder)")
     export.add_argument("--seq-len", type=int, help="ONNX: the exported input's length")
+
+
+# SearchCreate's defaults (archvocab/wire/searches.py), for --help only: a flag not given sends
+# nothing and the server applies its own. tests/hwnas/test_cli.py holds these equal.
+REQUEST_DEFAULTS = {"strategy": "lts", "budget": 100, "device_class": "cpu", "seq_len": 64}
+STALL_S = 60.0  # hwnas.client.STALL_S
+PROGRESS_EVERY_S = 60.0
+
+
+def span(text: str) -> dict[str, int]:
+    """A space range from the command line: MIN-MAX, MIN-MAX:STEP or one value N."""
+    bounds, colon, step = text.partition(":")
+    low, sep, high = bounds.partition("-")
+    try:
+        value = {"min": int(low), "max": int(high if sep else low)}
+        if colon:
+            value["step"] = int(step)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a range is MIN-MAX, MIN-MAX:STEP or N, e.g. 2-6 or 128-512:64"
+        ) from None
+    return value
+
+
+def count(text: str) -> int:
+    """A parameter count: 1000000, 1e6, 1M or 500k."""
+    scale = {"k": 10**3, "m": 10**6, "g": 10**9}.get(text[-1:].lower(), 1)
+    digits = text[:-1] if scale > 1 else text
+    try:
+        return int(float(digits) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a count, e.g. 2000000, 2e6 or 2M") from None
+
+
+def _start_arguments(start: argparse.ArgumentParser) -> None:
+    """Flags for the request's common fields, each set on top of --file (hwnas.search_request);
+    a flag not given leaves the server's default."""
+    d = REQUEST_DEFAULTS
+    start.add_argument("--file", "-f", help="request JSON file ('-' reads stdin)")
+    start.add_argument("--name")
+    start.add_argument("--device-class", help=f"agents' device class (default {d['device_class']})")
+    start.add_argument("--strategy", help=f"lts, nsga2 or hwnas (default {d['strategy']})")
+    start.add_argument("--budget", type=int, help=f"measurements to spend (default {d['budget']})")
+    start.add_argument("--seed", type=int, help="default 0")
+    start.add_argument("--kind", help="space kind, e.g. gpt2 (default), transxl, flexibert")
+    start.add_argument("--space", metavar="JSON", help="space settings as JSON, over --file's")
+    for flag in ("--n-layer", "--d-model", "--d-inner"):
+        start.add_argument(flag, type=span, metavar="MIN-MAX[:STEP]", help="a space range")
+    start.add_argument("--seq-len", type=int, help=f"tokens per input (default {d['seq_len']})")
+    start.add_argument("--runtime", help="torch (default) or onnxruntime")
+    start.add_argument("--max-latency-ms", type=float, help="constraint: latency at most")
+    start.add_argument("--max-memory-mb", type=float, help="constraint: peak memory at most")
+    start.add_argument("--min-decoder-params", type=count, help="constraint, e.g. 2M")
+    start.add_argument("--max-decoder-params", type=count, help="constraint, e.g. 20M")
+    start.add_argument("--objectives", help="comma-separated, e.g. decoder_params,latency_ms")
+    start.add_argument("--wait", action="store_true", help="then wait, showing progress")
+    _follow_arguments(start)
+
+
+def _follow_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--poll-interval", type=float, default=POLL_INTERVAL_S)
+    command.add_argument(
+        "--progress-every",
+        type=float,
+        default=PROGRESS_EVERY_S,
+        metavar="SECONDS",
+        help="without a terminal: a progress line on each change and at least this often",
+    )
+    command.add_argument(
+        "--stall-after",
+        type=float,
+        default=STALL_S,
+        metavar="SECONDS",
+        help="say so when nothing moved this long and no live agent can measure the search",
+    )
 
 
 def _search_command(sub: Any, name: str, text: str) -> argparse.ArgumentParser:

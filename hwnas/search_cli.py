@@ -17,11 +17,12 @@ from typing import Any
 
 import httpx
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from hwnas.client import DEFAULT_SERVER, ApiError, Client
 from hwnas.client_args import SERVER_ENV
+from hwnas.search_progress import follow
+from hwnas.search_request import request_body
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,20 +35,22 @@ def run(args: argparse.Namespace) -> int:
         with Client(server, token=args.token) as client:
             return _COMMANDS[args.search_command](client, args, out, err)
     except ApiError as exc:
-        where = f" ({exc.field})" if exc.field and exc.field not in exc.message else ""
-        err.print(
-            f"hwnas search {args.search_command}: {exc.status}{where}: {exc.message}", markup=False
-        )
-        return 1
+        field = f"{exc.field}: " if exc.field and exc.field not in exc.message else ""
+        return _refused(args, f"{exc.status}: {field}{exc.message}")
     except httpx.TransportError as exc:
-        err.print(f"hwnas search {args.search_command}: cannot reach {server}: {exc}", markup=False)
-        return 1
+        return _refused(args, f"cannot reach {server}: {exc}")
+    except TimeoutError as exc:  # before OSError, of which it is one
+        return _refused(args, str(exc), code=3)
     except (OSError, ValueError) as exc:
-        err.print(f"hwnas search {args.search_command}: {exc}")
-        return 1
-    except TimeoutError as exc:
-        err.print(f"hwnas search wait: {exc}")
-        return 3
+        return _refused(args, str(exc))
+
+
+def _refused(args: argparse.Namespace, message: str, code: int = 1) -> int:
+    """One line on stderr, however long: `hwnas search COMMAND: STATUS: FIELD: MESSAGE`
+    (written as is: a console would wrap it at the terminal's width)."""
+    text = " ".join(f"hwnas search {args.search_command}: {message}".split())
+    sys.stderr.write(text + "\n")
+    return code
 
 
 def _emit(out: Console, data: Any) -> None:
@@ -60,25 +63,10 @@ def _emit(out: Console, data: Any) -> None:
 
 
 def _start(client: Client, args: argparse.Namespace, out: Console, err: Console) -> int:
-    body: dict[str, Any] = {}
-    if args.file:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
-        body = json.loads(text)
-    flags = {
-        "name": args.name,
-        "device_class": args.device_class,
-        "strategy": args.strategy,
-        "seed": args.seed,
-    }
-    body.update({k: v for k, v in flags.items() if v is not None})
-    if args.kind:
-        body["space"] = {**body.get("space", {}), "kind": args.kind}
-    if args.budget is not None:
-        body["budget"] = {**body.get("budget", {}), "max_evaluations": args.budget}
-    if args.objectives:
-        body["objectives"] = [o.strip() for o in args.objectives.split(",") if o.strip()]
-    info = client.start_search(body)
-    if not args.wait:
+    info = client.start_search(request_body(args))
+    if not args.wait:  # (waiting shows them itself)
+        for warning in info.warnings:  # e.g. no agent of the class ever registered
+            _line(err, f"search {info.id}: warning: {warning}")
         if args.json:
             _emit(out, info)
         else:
@@ -86,6 +74,12 @@ def _start(client: Client, args: argparse.Namespace, out: Console, err: Console)
         return 0
     args.search_id, args.timeout = info.id, None
     return _wait(client, args, out, err)
+
+
+def _line(console: Console, text: str) -> None:
+    """`text` as one line, never wrapped."""
+    console.file.write(text + "\n")
+    console.file.flush()
 
 
 def _list(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
@@ -129,6 +123,9 @@ def _status(client: Client, args: argparse.Namespace, out: Console, _err: Consol
     for best in info.best:
         line = f"  best {best.objective} ({best.sense}): {_number(best.value)}  {best.arch_id}"
         out.print(line, markup=False)
+    waiting = info.agents.waiting_for_agent if info.agents else None
+    for warning in info.warnings or ([f"waiting: {waiting}"] if waiting else []):
+        _line(out, f"  {warning}")
     return 0
 
 
@@ -147,34 +144,16 @@ def _noise_line(noise: Any) -> str:
 
 
 def _wait(client: Client, args: argparse.Namespace, out: Console, err: Console) -> int:
-    bar = Progress(
-        TextColumn("search {task.fields[search_id]} [bold]{task.fields[status]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("frontier {task.fields[frontier]}  hv {task.fields[hv]}"),
-        TimeElapsedColumn(),
-        console=err,
-        disable=args.json,
-        transient=False,
+    info = follow(
+        client,
+        args.search_id,
+        err,
+        bar=err.is_terminal and not args.json,
+        poll_s=args.poll_interval,
+        timeout_s=args.timeout,
+        stall_s=args.stall_after,
+        every_s=args.progress_every,
     )
-    with bar:
-        task = bar.add_task("", total=None, search_id=args.search_id, status="", frontier=0, hv="-")
-
-        def show(info: Any) -> None:
-            p = info.progress
-            hv = "-" if p.hypervolume is None else f"{p.hypervolume:.3f}"
-            bar.update(
-                task,
-                total=p.budget,
-                completed=p.measured + p.failed,
-                status=info.status,
-                frontier=info.frontier_size,
-                hv=hv,
-            )
-
-        info = client.wait(
-            args.search_id, poll_s=args.poll_interval, timeout_s=args.timeout, on_progress=show
-        )
     if args.json:
         _emit(out, info)
     else:
