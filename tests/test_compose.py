@@ -1,14 +1,16 @@
 """docker-compose.yml and the Dockerfile, checked without a Docker engine.
 
 Each service's command must be a real `hwnas` command line (it is parsed with the CLI's own
-parser), each agent must point at its server service, and the image must install the
-project with the role's extras under constraints.txt. The `postgres` profile adds a
-PostgreSQL store, a server on it and an agent for that server; plain `docker compose up`
-stays the SQLite pair.
+parser), each agent must point at its server service, and each role's image must be a stage
+of the Dockerfile (its build target) that installs the project with the role's extras under
+constraints.txt: the server's without torch, the agent's with torch's CPU wheel. The
+`postgres` profile adds a PostgreSQL store, a server on it and an agent for that server;
+plain `docker compose up` stays the SQLite pair.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -32,6 +34,9 @@ POSTGRES_PROFILE = {"postgres", "server-pg", "agent-pg"}
 NEEDS = {"serve": {"fastapi", "uvicorn", "sqlalchemy"}, "agent": {"torch", "httpx"}}
 # What a server's --db URL scheme imports (SQLite's driver is in the standard library).
 DRIVER_NEEDS = {"sqlite": set(), "postgresql+psycopg": {"psycopg"}}
+# The Dockerfile's stage (build target) of each role.
+TARGET = {"serve": "server", "agent": "agent"}
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +94,43 @@ def db_scheme(db: str) -> str:
     return urlparse(db).scheme if "://" in db else "sqlite"
 
 
+def dockerfile_stages(text: str) -> dict[str, list[str]]:
+    """Instructions per stage (`FROM image AS name`), continuation lines joined, comments
+    dropped; the stage-less preamble under ""."""
+    stages: dict[str, list[str]] = {"": []}
+    current = ""
+    for line in re.sub(r"\\\n\s*", " ", text).splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        stage = re.fullmatch(r"FROM\s+\S+\s+AS\s+(\S+)", line, re.IGNORECASE)
+        if stage:
+            current = stage.group(1)
+            stages[current] = []
+        stages[current].append(line)
+    return stages
+
+
+@pytest.fixture(scope="module")
+def stages() -> dict[str, list[str]]:
+    return dockerfile_stages((REPO / "Dockerfile").read_text())
+
+
+def stage_extras(stages: dict[str, list[str]], build: dict[str, Any]) -> str:
+    """The extras a compose build installs: its EXTRAS build arg, else the stage's default."""
+    if "EXTRAS" in (build.get("args") or {}):
+        return build["args"]["EXTRAS"]
+    (default,) = [
+        line.split("=", 1)[1] for line in stages[build["target"]] if line.startswith("ARG EXTRAS=")
+    ]
+    return default
+
+
+def pip_install(stage: list[str]) -> str:
+    (install,) = [line for line in stage if "pip install" in line]
+    return install
+
+
 def test_every_service_exists(compose: dict[str, Any]) -> None:
     assert set(SUBCOMMAND) | {"postgres"} <= set(compose["services"])
 
@@ -130,16 +172,26 @@ def test_agent_points_at_its_server_service(compose: dict[str, Any], name: str) 
 
 
 @pytest.mark.parametrize("name", list(SUBCOMMAND))
-def test_image_installs_what_the_command_needs(compose: dict[str, Any], name: str) -> None:
+def test_image_installs_what_the_command_needs(
+    compose: dict[str, Any], stages: dict[str, list[str]], name: str
+) -> None:
     build = compose["services"][name]["build"]
     context = (COMPOSE.parent / build["context"]).resolve()
     dockerfile = context / build.get("dockerfile", "Dockerfile")
     assert dockerfile.is_file(), f"{dockerfile} referenced by service {name} is missing"
-    installed = extra_requirements(build["args"]["EXTRAS"])
+    # A container image per role: the role's own stage of the Dockerfile.
+    assert build["target"] == TARGET[SUBCOMMAND[name]], name
+    assert build["target"] in stages, f"no stage {build['target']!r} in {dockerfile.name}"
+    installed = extra_requirements(stage_extras(stages, build))
     assert NEEDS[SUBCOMMAND[name]] <= installed
+    install = pip_install(stages[build["target"]])
     if SUBCOMMAND[name] == "serve":  # a server image stays free of torch
-        assert "torch" not in installed
+        assert "torch" not in installed and TORCH_CPU_INDEX not in install
         assert DRIVER_NEEDS[db_scheme(parsed(compose["services"][name]).db)] <= installed
+    else:  # torch's CPU build: never CUDA's libraries in a CPU agent's image
+        assert "--extra-index-url" in install
+        assert "TORCH_INDEX_URL" in install
+        assert f"ARG TORCH_INDEX_URL={TORCH_CPU_INDEX}" in stages[build["target"]]
 
 
 def test_services_sharing_an_image_build_it_alike(compose: dict[str, Any]) -> None:
@@ -150,23 +202,30 @@ def test_services_sharing_an_image_build_it_alike(compose: dict[str, Any]) -> No
             assert built == service["build"], f"{name} builds {service['image']} differently"
 
 
-def test_dockerfile_installs_with_constraints() -> None:
-    text = (REPO / "Dockerfile").read_text()
-    instructions = [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-    assert instructions[0] == "FROM python:3.11-slim"
-    assert any(re.fullmatch(r"ARG EXTRAS(=\w+)?", line) for line in instructions)
-    copies = " ".join(line for line in instructions if line.startswith("COPY"))
+def test_dockerfile_has_a_stage_per_role_on_one_base(stages: dict[str, list[str]]) -> None:
+    assert not stages[""], f"instructions before the first stage: {stages['']}"
+    assert stages["base"][0] == "FROM python:3.11-slim AS base"
+    copies = " ".join(line for line in stages["base"] if line.startswith("COPY"))
     assert "constraints.txt" in copies and "pyproject.toml" in copies
-    (install,) = [line for line in instructions if "pip install" in line]
-    assert "-c constraints.txt" in install
-    assert '".[${EXTRAS}]"' in install
-    assert "https://download.pytorch.org/whl/cpu" in text and "--extra-index-url" in install
-    # The compose commands are whole `hwnas ...` command lines.
-    assert not any(line.startswith("ENTRYPOINT") for line in instructions)
+    roles = {"server": "server", "agent": "agent", "all": "all"}
+    assert set(stages) == {"", "base", *roles}
+    for stage, extra in roles.items():
+        lines = stages[stage]
+        assert lines[0] == f"FROM base AS {stage}"
+        assert f"ARG EXTRAS={extra}" in lines
+        install = pip_install(lines)
+        assert "-c constraints.txt" in install and '".[${EXTRAS}]"' in install
+        # Unprivileged after the install; a command line, never an ENTRYPOINT, so that the
+        # compose commands are whole `hwnas ...` command lines.
+        assert lines.index("USER hwnas") > lines.index(install)
+        assert not any(line.startswith("ENTRYPOINT") for line in lines)
+        (cmd,) = [line for line in lines if line.startswith("CMD ")]
+        argv = json.loads(cmd.removeprefix("CMD "))
+        assert argv[0] == "hwnas"
+        if "--help" not in argv:  # an agent needs a server and a class: its default is --help
+            assert build_parser().parse_args(argv[1:]).command == "serve"
+    # The last stage is what a plain `docker build .` gives: everything.
+    assert list(stages)[-1] == "all"
     assert "torch==2.13.0" in (REPO / "constraints.txt").read_text().split()
 
 
