@@ -103,7 +103,7 @@ def test_cpu_and_memory_settings(unit: configparser.ConfigParser) -> None:
     # A child killed by the OOM killer is the agent's out_of_memory failure, not the unit's end.
     assert service["OOMPolicy"] == "continue"
     assert re.fullmatch(r"\d+%", service["MemoryMax"])
-    # Threads come from each search's settings; a unit-wide value would override them.
+    # Threads come from each search's settings (the measuring process sets them itself).
     assert "OMP_NUM_THREADS" not in service.get("Environment", "")
     assert "OMP_NUM_THREADS" not in env_example()
 
