@@ -9,6 +9,8 @@ notebooks use.
         hw.wait(search.id, on_progress=lambda s: print(s.progress.measured))
         for point in hw.pareto(search.id):
             print(point.arch_id, point.objectives)
+        best = hw.pick(search.id, "latency_ms", min_decoder_params=5e6, max_memory_mb=300)
+        print(best.pick.arch_id, [n.point.arch_id for n in best.neighbours])
         hw.export(point.arch_id, "torch", "model.py")   # then train it
         table = hw.points_frame(search.id)              # every result, as a pandas DataFrame
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,7 +33,9 @@ import httpx
 from archvocab.wire import (
     API_PREFIX,
     AgentView,
+    ArchitectureExport,
     CandidateInfo,
+    FrontierPick,
     HypervolumeTrace,
     SearchCreate,
     SearchInfo,
@@ -181,9 +186,43 @@ class Client:
                 raise TimeoutError(f"search {search_id} still running after {timeout_s} s")
             time.sleep(poll_s)
 
-    def pareto(self, search_id: int) -> list[CandidateInfo]:
-        data = self._call("GET", f"/searches/{search_id}/pareto")
+    def pareto(
+        self,
+        search_id: int,
+        *,
+        order_by: str | None = None,
+        desc: bool | None = None,
+        limit: int | None = None,
+        bounds_on: Literal["value", "interval"] | None = None,
+        **bounds: float,
+    ) -> list[CandidateInfo]:
+        """The frontier's points; with `bounds` (min_<objective> / max_<objective>, e.g.
+        `max_latency_ms=20, min_decoder_params=5e6`) those that meet them, applied to the best
+        estimates (`bounds_on="interval"`: to the whole intervals), ordered by `order_by`
+        (best first unless `desc` says otherwise), at most `limit`."""
+        params = _query(order_by=order_by, desc=desc, limit=limit, bounds_on=bounds_on, **bounds)
+        data = self._call("GET", f"/searches/{search_id}/pareto", params=params)
         return [CandidateInfo.model_validate(c) for c in data]
+
+    def pick(
+        self,
+        search_id: int,
+        order_by: str,
+        *,
+        desc: bool | None = None,
+        neighbours: int | None = None,
+        bounds_on: Literal["value", "interval"] | None = None,
+        **bounds: float,
+    ) -> FrontierPick:
+        """The best frontier point by `order_by` that meets `bounds` (as `pareto`), the
+        frontier points next to it in that order (`neighbours` on each side, default 2) and
+        the rest of its frontier group. ApiError 404 names the bound that left no point and
+        the point closest to meeting it."""
+        params = _query(
+            order_by=order_by, desc=desc, neighbours=neighbours, bounds_on=bounds_on, **bounds
+        )
+        data = self._call("GET", f"/searches/{search_id}/pick", params=params)
+        return FrontierPick.model_validate(data)
 
     def candidates(
         self,
@@ -222,6 +261,11 @@ class Client:
     def report(self, search_id: int) -> SearchReport:
         return SearchReport.model_validate(self._call("GET", f"/searches/{search_id}/report"))
 
+    # -- architectures (by id, or a unique prefix of 8 or more characters) -------------------
+    def architecture(self, arch_id: str) -> ArchitectureExport:
+        """Its full id, spec, parameter counts and the searches that proposed it."""
+        return ArchitectureExport.model_validate(self._call("GET", f"/architectures/{arch_id}"))
+
     # -- the rest ---------------------------------------------------------------------------
     def agents(self) -> list[AgentView]:
         return [AgentView.model_validate(a) for a in self._call("GET", "/agents")]
@@ -241,18 +285,21 @@ class Client:
     ) -> Path | dict[str, Any]:
         """An architecture exported for training: the spec (json), an ONNX file or a PyTorch
         module definition (torch). Written to `path` (a folder gets the server's file name);
-        without a path, json returns the dict and the others go to the current folder."""
+        without a path, json returns the dict and the others go to the current folder.
+        `arch_id`: its id or a unique prefix of 8 or more characters."""
+        # the server makes an ONNX file in a child process the first time: minutes at worst
+        slow = {"timeout": max(self.http.timeout.read or 0, 600)} if format == "onnx" else {}
         response = self.http.get(
             f"{API_PREFIX}/architectures/{arch_id}/export",
             params={"format": format, **params},
-            timeout=max(self.http.timeout.read or 0, 600),
+            **slow,
         )
         if format == "json" and path is None:
             return self._check(response)
         self._check(response, parse=False)
         target = Path(path) if path is not None else Path.cwd()
         if target.is_dir():
-            target = target / f"hwnas-{arch_id}{_SUFFIX[format]}"
+            target = target / _file_name(response, arch_id, format)
         target.write_bytes(response.content)
         return target
 
@@ -267,3 +314,18 @@ class Client:
         if not parse or response.status_code == 204:
             return None
         return response.json()
+
+
+def _query(**params: Any) -> dict[str, Any]:
+    """Query parameters that are set (httpx sends booleans as true/false)."""
+    return {name: value for name, value in params.items() if value is not None}
+
+
+def _file_name(response: httpx.Response, arch_id: str, format: ExportFormat) -> str:
+    """The server's file name (it names the full id whatever prefix was asked for)."""
+    match = re.search(r'filename="([^"/\\]+)"', response.headers.get("content-disposition", ""))
+    if match:
+        return match.group(1)
+    if format == "json":
+        arch_id = response.json().get("arch_id", arch_id)
+    return f"hwnas-{arch_id}{_SUFFIX[format]}"

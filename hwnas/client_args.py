@@ -8,6 +8,7 @@ Standard library only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 SERVER_ENV = "HWNAS_SERVER"  # `hwnas search`'s server, where --server is not given
@@ -22,7 +23,8 @@ SEARCH_COMMANDS = {
     "list": "every search with its status and progress",
     "status": "one search: progress, best values, frontier size",
     "wait": "wait until a search ends, showing progress (a bar on a terminal, lines elsewhere)",
-    "pareto": "a search's measured Pareto frontier",
+    "pareto": "a search's measured Pareto frontier, or the points meeting bounds, in an order",
+    "pick": "the best frontier point under bounds in an order, with its neighbours",
     "cancel": "stop a search proposing",
     "export": "an architecture as spec JSON, ONNX, or a PyTorch module",
 }
@@ -53,16 +55,97 @@ def search_arguments(parser: argparse.ArgumentParser) -> None:
     commands = {name: _search_command(sub, name, text) for name, text in SEARCH_COMMANDS.items()}
 
     _start_arguments(commands["start"])
-    for name in ("status", "wait", "pareto", "cancel"):
+    for name in ("status", "wait", "pareto", "pick", "cancel"):
         commands[name].add_argument("search_id", type=int)
+    choosing_arguments(commands["pareto"])
+    commands["pareto"].add_argument("--limit", type=int, help="at most this many points")
+    choosing_arguments(commands["pick"], order_required=True)
+    commands["pick"].add_argument(
+        "--neighbours", type=int, help="frontier points shown on each side of the pick (default 2)"
+    )
     _follow_arguments(commands["wait"])
     commands["wait"].add_argument("--timeout", type=float, default=None, metavar="SECONDS")
 
     export = commands["export"]
-    export.add_argument("arch_id")
+    export.add_argument("arch_id", help="its id, or a unique prefix of 8 or more characters")
     export.add_argument("--format", choices=["json", "onnx", "torch"], default="torch")
     export.add_argument("--output", "-o", help="file or folder (default: current folder)")
     export.add_argument("--seq-len", type=int, help="ONNX: the exported input's length")
+
+
+# The bounds with flags of their own; any objective's takes --min/--max OBJECTIVE=VALUE.
+BOUND_FLAGS = (
+    "min_decoder_params",
+    "max_decoder_params",
+    "max_latency_ms",
+    "min_latency_ms",
+    "max_memory_mb",
+)
+
+
+def _bound_of(name: str) -> Any:
+    """An argparse type: VALUE -> (name, float) for a flag of BOUND_FLAGS."""
+
+    def parse(text: str) -> tuple[str, float]:
+        try:
+            return name, float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: a number, e.g. 20 or 5e6") from None
+
+    parse.__name__ = name
+    return parse
+
+
+def _bound_named(side: str) -> Any:
+    """An argparse type: OBJECTIVE=VALUE -> (side_OBJECTIVE, float)."""
+
+    def parse(text: str) -> tuple[str, float]:
+        objective, sep, value = text.partition("=")
+        with contextlib.suppress(ValueError):
+            if sep and objective.strip():
+                return f"{side}_{objective.strip()}", float(value)
+        raise argparse.ArgumentTypeError(f"{text!r}: OBJECTIVE=VALUE, e.g. --{side} snip=0.5")
+
+    parse.__name__ = f"--{side}"
+    return parse
+
+
+def choosing_arguments(command: argparse.ArgumentParser, order_required: bool = False) -> None:
+    """Bounds (each a (query name, value) in args.bound) and an order: the query of /pareto
+    and /pick (hwnas.frontier_view.choosing_params)."""
+    for name in BOUND_FLAGS:
+        side, _, objective = name.partition("_")
+        command.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest="bound",
+            action="append",
+            type=_bound_of(name),
+            metavar="VALUE",
+            help=f"keep points with {objective} {'>=' if side == 'min' else '<='} VALUE",
+        )
+    for side in ("min", "max"):
+        command.add_argument(
+            f"--{side}",
+            dest="bound",
+            action="append",
+            type=_bound_named(side),
+            metavar="OBJECTIVE=VALUE",
+            help=f"any objective's {'lower' if side == 'min' else 'upper'} bound",
+        )
+    command.add_argument(
+        "--bounds-on",
+        choices=["value", "interval"],
+        help="what a bound applies to: the value (default) or its whole interval",
+    )
+    command.add_argument(
+        "--order-by",
+        required=order_required,
+        metavar="OBJECTIVE",
+        help="e.g. latency_ms: best first (ascending for latency and memory, else descending)",
+    )
+    order = command.add_mutually_exclusive_group()
+    order.add_argument("--desc", dest="desc", action="store_true", default=None)
+    order.add_argument("--asc", dest="desc", action="store_false", default=None)
 
 
 # SearchCreate's defaults (archvocab/wire/searches.py), for --help only: a flag not given sends

@@ -1,5 +1,6 @@
-"""`hwnas search start | list | status | wait | pareto | cancel | export`, on the Python client
-(its arguments are in hwnas/client_args.py).
+"""`hwnas search start | list | status | wait | pareto | pick | cancel | export`, on the Python
+client (its arguments are in hwnas/client_args.py; pareto and pick show through
+hwnas/frontier_view.py).
 
 Tables and the progress bar are for people (rich, on a terminal); `--json` prints the
 server's objects for scripts, and nothing else on stdout. Errors go to stderr with the
@@ -21,6 +22,8 @@ from rich.table import Table
 
 from hwnas.client import DEFAULT_SERVER, ApiError, Client
 from hwnas.client_args import SERVER_ENV
+from hwnas.frontier_view import choosing_params, pareto_table, pick_table
+from hwnas.frontier_view import number as _number
 from hwnas.search_progress import follow
 from hwnas.search_request import request_body
 
@@ -162,37 +165,23 @@ def _wait(client: Client, args: argparse.Namespace, out: Console, err: Console) 
 
 
 def _pareto(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
-    points = client.pareto(args.search_id)
+    points = client.pareto(args.search_id, **choosing_params(args))
     if args.json:
         _emit(out, points)
         return 0
-    objectives = list(points[0].objectives) if points else []
-    shown = [o for o in objectives if o not in ("total_params",)]
-    table = Table(
-        "arch id",
-        *shown,
-        "group",
-        "certain",
-        "spec",
-        title=f"search {args.search_id}: Pareto frontier",
-        caption="[low, high]: where a re-measurement should fall; one group: cannot be told "
-        "apart (* its nominal frontier point); certain: on the frontier whatever a "
-        "re-measurement gives",
-    )
-    for p in sorted(points, key=lambda p: p.objectives.get("latency_ms") or 0):
-        values = [_with_interval(p.objectives.get(o), p.intervals.get(o)) for o in shown]
-        group = p.frontier_group or ""
-        mark = "*" if group == p.arch_id else ""
-        certain = "yes" if p.frontier_certain else ""
-        table.add_row(p.arch_id, *values, f"{group[:8]}{mark}", certain, _spec_summary(p.spec))
-    out.print(table)
+    out.print(pareto_table(points, args))
     return 0
 
 
-def _with_interval(value: float | None, interval: list[float] | None) -> str:
-    if value is None or not interval:
-        return _number(value)
-    return f"{_number(value)} [{_number(interval[0])}, {_number(interval[1])}]"
+def _pick(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
+    params = choosing_params(args)
+    pick = client.pick(args.search_id, params.pop("order_by"), **params)
+    if args.json:
+        _emit(out, pick)
+        return 0
+    out.print(pick_table(pick))
+    out.print(f"export it: hwnas search export {pick.pick.arch_id} --format torch", markup=False)
+    return 0
 
 
 def _cancel(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
@@ -205,35 +194,15 @@ def _cancel(client: Client, args: argparse.Namespace, out: Console, _err: Consol
 
 
 def _export(client: Client, args: argparse.Namespace, out: Console, _err: Console) -> int:
+    arch_id = client.architecture(args.arch_id).arch_id  # a prefix: the full id it names
     params = {"seq_len": args.seq_len} if args.seq_len else {}
     target = Path(args.output) if args.output else Path.cwd()
-    path = client.export(args.arch_id, args.format, target, **params)
+    path = client.export(arch_id, args.format, target, **params)
     if args.json:
-        _emit(out, {"arch_id": args.arch_id, "format": args.format, "path": str(path)})
+        _emit(out, {"arch_id": arch_id, "format": args.format, "path": str(path)})
     else:
         out.print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
-
-
-def _number(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-
-
-def _spec_summary(spec: dict[str, Any]) -> str:
-    """The fields that say most about a spec's shape, lists shortened to their range."""
-    parts = []
-    for key, value in spec.items():
-        if key in ("kind", "vocab_size", "n_positions", "cutoffs", "tgt_len", "mem_len"):
-            continue
-        if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
-            lo, hi = min(value), max(value)
-            value = lo if lo == hi else f"{lo}..{hi}"
-        elif isinstance(value, list | dict):
-            continue
-        parts.append(f"{key}={value}")
-    return " ".join(parts)
 
 
 _COMMANDS = {
@@ -242,6 +211,7 @@ _COMMANDS = {
     "status": _status,
     "wait": _wait,
     "pareto": _pareto,
+    "pick": _pick,
     "cancel": _cancel,
     "export": _export,
 }

@@ -6,6 +6,7 @@ Import them from here (`from archvocab.wire import SearchCreate`); one module pe
 - `agents`: agents, their leased jobs and results;
 - `searches`: what users send to start a search, and the objectives;
 - `search_views`: what users read back about a search, and the statuses of searches and jobs;
+- `choosing`: choosing one architecture from a frontier: bounds, an order, the pick;
 - `spaces`: space kinds, spec checks and exported architectures;
 - `points`: the compact table of a search's results;
 - `proxies`: the proxy catalogue and checking proxies against trained results;
@@ -30,6 +31,17 @@ from archvocab.wire.agents import (
     ResultReceipt,
 )
 from archvocab.wire.base import DeviceClass, Strict
+from archvocab.wire.choosing import (
+    BOUND_SIDES,
+    BoundsOn,
+    ChoosingQuery,
+    FrontierPick,
+    FrontierQuery,
+    PickNeighbour,
+    PickQuery,
+    bound_name,
+    split_bound,
+)
 from archvocab.wire.http_api import API_PREFIX, ApiError, error_from
 from archvocab.wire.measurement import (
     FAILURE_KINDS,
@@ -98,16 +110,21 @@ __all__ = [
     "ApiError",
     "ArchitectureExport",
     "BASE_COLUMNS",
+    "BOUND_SIDES",
+    "BoundsOn",
     "BaselineComparison",
     "BaselineCreate",
     "Budget",
     "BusyAttempt",
     "CandidateInfo",
+    "ChoosingQuery",
     "Constraints",
     "DEFAULT_BASELINE_LAYERS",
     "DeviceClass",
     "DeviceFingerprint",
     "FAILURE_KINDS",
+    "FrontierPick",
+    "FrontierQuery",
     "Failure",
     "HARDWARE_OBJECTIVES",
     "HWNAS_INITIAL",
@@ -131,6 +148,8 @@ __all__ = [
     "OBJECTIVE_SENSE",
     "ObjectiveBest",
     "PROXY_OBJECTIVES",
+    "PickNeighbour",
+    "PickQuery",
     "Population",
     "Progress",
     "Provenance",
@@ -157,5 +176,7 @@ __all__ = [
     "SpecChecked",
     "Strict",
     "TrainedResult",
+    "bound_name",
     "error_from",
+    "split_bound",
 ]

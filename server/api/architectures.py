@@ -1,4 +1,7 @@
-"""/api/v1/architectures: an architecture to train or deploy (JSON, PyTorch source, ONNX)."""
+"""/api/v1/architectures: an architecture to train or deploy (JSON, PyTorch source, ONNX).
+
+Every route here takes its full id or a unique prefix of at least 8 characters, resolved by
+server.services.arch_ids first."""
 
 from __future__ import annotations
 
@@ -9,10 +12,28 @@ from fastapi.responses import FileResponse
 
 from archvocab.wire import API_PREFIX, ArchitectureExport
 from server.api.deps import ArchId, Reader, store_of
-from server.api.responses import AUTH_ERRORS, EXPORT_ERRORS
+from server.api.responses import AUTH_ERRORS, EXPORT_ERRORS, ErrorBody
+from server.services.arch_ids import resolve_arch_id
 from server.services.export import architecture_export, onnx_file, torch_source
 
 router = APIRouter(prefix=API_PREFIX)
+
+AMBIGUOUS = {
+    409: {"model": ErrorBody, "description": "an id prefix several architectures start with"}
+}
+
+
+@router.get(
+    "/architectures/{arch_id}",
+    response_model=ArchitectureExport,
+    responses={**AUTH_ERRORS, **AMBIGUOUS},
+    dependencies=[Reader],
+)
+def get_architecture(arch_id: ArchId, request: Request) -> ArchitectureExport:
+    """An architecture's full id, spec, parameter counts and the searches that proposed it,
+    by its id or a unique prefix of it (as `/export?format=json` gives them)."""
+    store = store_of(request)
+    return architecture_export(store, resolve_arch_id(store, arch_id))
 
 
 @router.get(
@@ -21,6 +42,7 @@ router = APIRouter(prefix=API_PREFIX)
     responses={
         **AUTH_ERRORS,
         **EXPORT_ERRORS,
+        **AMBIGUOUS,
         200: {"content": {"text/x-python": {}, "application/octet-stream": {}}},
     },
     dependencies=[Reader],
@@ -34,8 +56,10 @@ def export_architecture(
 ) -> ArchitectureExport | Response:
     """An architecture to train or deploy: its spec and provenance (json), a Python file that
     builds the untrained PyTorch model (torch), or the untrained model as ONNX (onnx; made
-    once per input shape in a child process, then served from the cache)."""
+    once per input shape in a child process, then served from the cache). Files are named by
+    the full id, whatever prefix the request gave."""
     store = store_of(request)
+    arch_id = resolve_arch_id(store, arch_id)
     if format == "torch":
         return Response(
             torch_source(store, arch_id),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import PlainTextResponse
@@ -10,8 +10,11 @@ from fastapi.responses import PlainTextResponse
 from archvocab.wire import (
     API_PREFIX,
     CandidateInfo,
+    FrontierPick,
+    FrontierQuery,
     HypervolumeTrace,
     JobStatus,
+    PickQuery,
     SearchCreate,
     SearchInfo,
     SearchPoints,
@@ -19,7 +22,7 @@ from archvocab.wire import (
 )
 from server.api.deps import Reader, SearchId, User, server_url, services_of
 from server.api.responses import AUTH_ERRORS
-from server.services import points, report, searches
+from server.services import choosing, points, report, searches
 from server.services.views import frontier_csv
 
 router = APIRouter(prefix=API_PREFIX)
@@ -83,12 +86,32 @@ def get_hypervolume(search_id: SearchId, request: Request) -> HypervolumeTrace:
     responses={**AUTH_ERRORS, 200: {"content": {"text/csv": {}}}},
 )
 def get_pareto(
-    search_id: SearchId, request: Request, format: Literal["json", "csv"] = Query("json")
+    search_id: SearchId, request: Request, query: Annotated[FrontierQuery, Query()]
 ) -> list[CandidateInfo] | Response:
-    front = searches.pareto(services_of(request), search_id)
-    if format == "csv":
+    """The frontier's points (best estimates, with intervals), in result order, or those that
+    meet bounds on any objective of the search (`max_latency_ms=20&min_decoder_params=5e6`;
+    `bounds_on=interval`: the whole interval must meet them), ordered by one (`order_by`,
+    best first unless `desc` says otherwise) and cut to `limit`."""
+    front = choosing.frontier_points(services_of(request), search_id, query)
+    if query.format == "csv":
         return PlainTextResponse(frontier_csv(front), media_type="text/csv")
     return front
+
+
+@router.get(
+    "/searches/{search_id}/pick",
+    response_model=FrontierPick,
+    dependencies=[Reader],
+    responses=AUTH_ERRORS,
+)
+def get_pick(
+    search_id: SearchId, request: Request, query: Annotated[PickQuery, Query()]
+) -> FrontierPick:
+    """The best frontier point in the order `order_by` (required) that meets the bounds, the
+    frontier points next to it in that order (`neighbours` on each side) and the others of its
+    frontier group, each with its intervals and `frontier_certain`; 404 naming the bound that
+    left no point and the point closest to meeting it."""
+    return choosing.pick(services_of(request), search_id, query)
 
 
 @router.get(

@@ -202,8 +202,9 @@ def list_candidates(
         return [candidate_info(r, request, table) for r in session.scalars(query).unique()]
 
 
-def pareto(services: Services, search_id: int) -> list[CandidateInfo]:
-    """The frontier's rows only: the result table says which they are."""
+def frontier(services: Services, search_id: int) -> tuple[SearchCreate, list[CandidateInfo]]:
+    """The search's request and its frontier's rows, in result order: the result table says
+    which they are (server.services.choosing filters and orders them)."""
     with services.store.read() as session:
         search = get_search(session, search_id)
         request = search.parsed_request
@@ -215,7 +216,7 @@ def pareto(services: Services, search_id: int) -> list[CandidateInfo]:
             CandidateRow.arch_id.in_(front),
         )
         rows = sorted(session.scalars(query).unique(), key=lambda r: r.result_seq)
-        return [candidate_info(r, request, table) for r in rows]
+        return request, [candidate_info(r, request, table) for r in rows]
 
 
 def cancel_search(services: Services, search_id: int) -> SearchInfo:
