@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from archvocab.wire import CandidateInfo, FrontierPick, PickNeighbour
 
-CAPTION = (
+CAPTION = escape(
     "[low, high]: where a re-measurement should fall; one group: cannot be told apart (* its "
     "nominal frontier point); certain: on the frontier whatever a re-measurement gives"
 )

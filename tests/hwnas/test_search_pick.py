@@ -99,6 +99,7 @@ def test_pareto_prints_the_points_that_meet_the_bounds_in_order(http, cli):
     code, out, _ = cli("pareto", "1", "--order-by", "decoder_params", "--limit", "3")
     rows = [line for line in out.splitlines() if any(a in line for a in expected)]
     assert [next(a for a in expected if a in row) for row in rows] == expected  # in order
+    assert "[low, high]: where a re-measurement should fall" in " ".join(out.split())
 
 
 def test_nothing_meeting_the_bounds_is_one_line_naming_the_bound(cli):
