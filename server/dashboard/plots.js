@@ -7,8 +7,20 @@ const LARGE = 3000;
 // k-th is drawn (software WebGL in a 3-D scene is what slows a large search's page most).
 const CUBE_CLOUD = 4000;
 const LABELS = { latency_ms: "latency (ms)", memory_mb: "peak memory (MB)" };
-const CONFIG = { responsive: true, displaylogo: false, displayModeBar: "hover" };
+// Box select and lasso select nothing here; without them the toolbar is shorter.
+const CONFIG = {
+  responsive: true,
+  displaylogo: false,
+  displayModeBar: "hover",
+  modeBarButtonsToRemove: ["select2d", "lasso2d"],
+};
+// The toolbar stands upright in the right margin, clear of the left-aligned title above.
+const MODEBAR = { orientation: "v" };
+const MARGIN_2D = { l: 60, r: 40, t: 40, b: 50 };
 const FRONTIER = "#2f6fde", BASELINE = "#e07b1a", CLOUD = "#8a93a6", OVER = "#d98c8f";
+
+// Shorter axis titles for the 3-D view, where long ones run out of its box.
+const SHORT = { latency_ms: "latency ms", memory_mb: "memory MB", decoder_params: "params" };
 
 export const label = (name) => LABELS[name] || name.replaceAll("_", " ");
 
@@ -61,9 +73,10 @@ export function slice(div, x, y, data) {
   });
   const layout = {
     title: { text: `${label(y)} vs ${label(x)}`, font: { size: 14 }, x: 0.02, xanchor: "left" },
-    xaxis: { title: { text: label(x) } },
-    yaxis: { title: { text: label(y) } },
-    margin: { l: 60, r: 10, t: 40, b: 50 },
+    xaxis: { title: { text: label(x) }, automargin: true },
+    yaxis: { title: { text: label(y) }, automargin: true },
+    margin: MARGIN_2D,
+    modebar: MODEBAR,
     legend: { orientation: "h", y: -0.25 },
     hovermode: "closest",
     uirevision: `${x}-${y}`, // keeps the user's zoom across live updates
@@ -109,15 +122,27 @@ export function cube(div, axes, data) {
   if (data.baseline.length) {
     traces.push(trace("layer-scaled baseline", data.baseline, { size: 4, color: BASELINE }));
   }
+  // Labels sit outside the unit cube and turn with it: a farther camera, short titles and
+  // few ticks keep them inside the box whatever the view's width.
+  const axis = (name) => ({
+    title: { text: SHORT[name] || label(name), font: { size: 11 } },
+    nticks: 4,
+    tickfont: { size: 10 },
+    tickformat: name === "decoder_params" ? "~s" : ".3~g",
+  });
   const layout = {
     title: { text: "3-D frontier", font: { size: 14 }, x: 0.02, xanchor: "left" },
     scene: {
-      xaxis: { title: { text: label(x) } },
-      yaxis: { title: { text: label(y) } },
-      zaxis: { title: { text: label(z) } },
+      xaxis: axis(x),
+      yaxis: axis(y),
+      zaxis: axis(z),
+      aspectmode: "cube",
+      camera: { eye: { x: 1.75, y: 1.75, z: 1.05 } },
+      domain: { x: [0, 1], y: [0.1, 1] },
     },
-    margin: { l: 0, r: 0, t: 40, b: 0 },
-    legend: { orientation: "h" },
+    margin: { l: 10, r: 40, t: 40, b: 10 },
+    modebar: MODEBAR,
+    legend: { orientation: "h", x: 0, y: 0, yanchor: "bottom" },
     uirevision: "cube",
   };
   return Plotly.react(div, traces, layout, CONFIG);
@@ -136,9 +161,10 @@ export function convergence(div, rows) {
   const layout = {
     title: { text: "hypervolume of the measured frontier", font: { size: 14 }, x: 0.02,
       xanchor: "left" },
-    xaxis: { title: { text: "results" } },
-    yaxis: { title: { text: "normalised hypervolume" }, rangemode: "tozero" },
-    margin: { l: 60, r: 10, t: 40, b: 50 },
+    xaxis: { title: { text: "results" }, automargin: true },
+    yaxis: { title: { text: "normalised hypervolume" }, rangemode: "tozero", automargin: true },
+    margin: MARGIN_2D,
+    modebar: MODEBAR,
     uirevision: "hv",
   };
   return Plotly.react(div, [trace], layout, CONFIG);

@@ -17,7 +17,9 @@ export function mount(view, [id]) {
     <div class="facts" id="facts"></div>
     <div id="waiting" role="status" hidden
       style="background:#fff8e1;border:1px solid #e0b400;padding:.5rem .8rem;margin:0 0 .8rem"></div>
-    <div class="plots">
+    <details id="baseline-hint" class="hint" hidden></details>
+    <p id="no-results" class="empty" hidden></p>
+    <div class="plots" hidden>
       <div class="plot" id="plot-proxy-latency"></div>
       <div class="plot" id="plot-proxy-memory"></div>
       <div class="plot" id="plot-latency-memory"></div>
@@ -57,8 +59,10 @@ async function refresh(view, state) {
   state.certain = new Set(points.certain || []);
   state.estimates = points.estimates;
   if (state.baseline === null) state.baseline = await baseline(state);
+  state.status = info.status;
   renderFacts(view, info, state);
   renderWaiting(view, info);
+  await renderBaselineHint(view, info, state);
   const changed = points.rows.length || frontierChanged || !view.dataset.ready;
   const finished = info.status !== "running";
   const due = state.rows.length < LARGE_ROWS || finished
@@ -100,12 +104,14 @@ function setUp(view, state, points) {
     { key: "feasible", label: "in bounds", value: (r) => r.feasible,
       html: (r) => (r.feasible === null ? "" : r.feasible ? "yes" : "no") },
     number("generation", "gen"),
-    { key: "spec", label: "architecture", text: true, value: (r) => r.summary,
-      html: (r) => esc(r.summary) },
     { key: "export", label: "export", text: true, value: (r) => r.arch_id,
       html: (r) => ["torch", "onnx", "json"]
         .map((f) => `<a href="/api/v1/architectures/${r.arch_id}/export?format=${f}">${f}</a>`)
         .join(" ") },
+    // Last and cut to the cell's width (the whole summary on hover): the one column whose
+    // width grows with the space, so the export links stay on screen at 1400 px.
+    { key: "spec", label: "architecture", text: true, className: "clip", value: (r) => r.summary,
+      html: (r) => `<span title="${esc(r.summary)}">${esc(r.summary)}</span>` },
   ];
   if (state.proxy !== "decoder_params") columns.splice(5, 0, number("decoder_params", "decoder params", 4));
   state.table = new SortableTable(view.querySelector("#table"), columns, {
@@ -165,7 +171,42 @@ function renderFacts(view, info, state) {
     <span title="filled: on the frontier whatever a re-measurement gives; hollow: the noise cannot tell it on or off">frontier <b id="frontier-size">${info.frontier_size}</b>${info.noise ? `, certain <b id="frontier-certain">${info.noise.certain_frontier_size}</b>` : ""}</span>
     <span>hypervolume <b>${hv}</b></span>
     ${noiseFacts(info.noise)}
-    <span>baseline <b>${state.baseline && state.baseline.length ? `${state.baseline.length} depths` : "none"}</b></span>`;
+    <span>baseline <b id="baseline">${state.baseline && state.baseline.length ? `${state.baseline.length} depths` : "none"}</b></span>`;
+}
+
+// "baseline none" says how to measure the baseline this search's report compares with: the
+// same space kind, device class and measurement settings (server/services/report.py).
+async function renderBaselineHint(view, info, state) {
+  const box = view.querySelector("#baseline-hint");
+  const needed = !state.baseline?.length && info.request.strategy !== "layer_scaled";
+  box.hidden = !needed;
+  if (!needed || box.dataset.search === String(info.id)) return;
+  const command = await baselineCommand(info);
+  box.innerHTML = `<summary>No layer-scaled baseline to compare this search with: how to
+    measure one</summary>
+    On this device class, with this search's space and measurement settings (agents measure it
+    like a search; 16 depths unless <code class="mono">--layers</code> says fewer):
+    <code class="mono command">${esc(command)}</code>
+    <small>Where the server has authentication, set <code class="mono">HWNAS_TOKEN</code> to a
+    user token. README: "Layer-scaled baselines and the report". Reload this page once it
+    has finished.</small>`;
+  box.dataset.search = String(info.id);
+}
+
+async function baselineCommand(info) {
+  const { space, measurement } = info.request;
+  const kind = space.kind || "gpt2";
+  // Only the settings that differ from the kind's defaults, to keep the command short.
+  const kinds = await api("/spaces");
+  const defaults = kinds.find((k) => k.name === kind)?.defaults || {};
+  const changed = Object.fromEntries(Object.entries(space)
+    .filter(([key, value]) => key !== "kind" && JSON.stringify(value) !== JSON.stringify(defaults[key])));
+  const quote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
+  const parts = ["hwnas baseline --server", location.origin, "--device-class", info.device_class,
+    "--kind", kind];
+  if (Object.keys(changed).length) parts.push("--space", quote(JSON.stringify(changed)));
+  if (measurement) parts.push("--measurement", quote(JSON.stringify(measurement)));
+  return parts.join(" ");
 }
 
 // A search nothing can measure says so, with the command that would start an agent for it:
@@ -214,6 +255,9 @@ async function renderData(view, state) {
     timings[name] = performance.now() - start;
   };
   await timed("table_ms", () => state.table.setRows(state.rows));
+  view.dataset.results = String(state.rows.length);
+  view.dataset.frontier = String(state.frontier.size);
+  if (!showPlots(view, state, measured.length)) return timings;
   const $ = (id) => view.querySelector(id);
   await timed("proxy_latency_ms", () => slice($("#plot-proxy-latency"), p, "latency_ms", data));
   await timed("proxy_memory_ms", () => slice($("#plot-proxy-memory"), p, "memory_mb", data));
@@ -221,9 +265,20 @@ async function renderData(view, state) {
     slice($("#plot-latency-memory"), "latency_ms", "memory_mb", data));
   await timed("cube_ms", () => cube($("#plot-3d"), [p, "latency_ms", "memory_mb"], data));
   await timed("hypervolume_ms", () => convergence($("#plot-hypervolume"), state.rows));
-  view.dataset.results = String(state.rows.length);
-  view.dataset.frontier = String(state.frontier.size);
   return timings;
+}
+
+// Axes around nothing say nothing: until a candidate is measured, a note stands in for the
+// plots. The plots are shown before they are first drawn, so that plotly sizes them.
+function showPlots(view, state, measured) {
+  const note = view.querySelector("#no-results");
+  const running = state.status === "running";
+  note.textContent = running
+    ? `No results yet — waiting for agents to measure the first candidates${state.rows.length ? ` (${state.rows.length} failed)` : ""}.`
+    : `No measured results: nothing to plot${state.rows.length ? ` (${state.rows.length} failed)` : ""}.`;
+  note.hidden = measured > 0;
+  view.querySelector(".plots").hidden = measured === 0;
+  return measured > 0;
 }
 
 function sameSet(set, list) {

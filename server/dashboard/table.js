@@ -4,7 +4,8 @@
 const PAGE = 100;
 
 export class SortableTable {
-  // columns: [{key, label, value: row => sortable value, html: row => cell HTML, text?: bool}]
+  // columns: [{key, label, value: row => sortable value, html: row => cell HTML, text?: bool,
+  //            className?: more classes of its cells}]
   constructor(box, columns, { rowClass = () => "", rowId = () => "" } = {}) {
     this.box = box;
     this.columns = columns;
@@ -68,7 +69,7 @@ export class SortableTable {
     const page = this.view.slice(0, this.shown);
     this.body.innerHTML = page
       .map((row) => `<tr class="${this.rowClass(row)}" data-arch="${this.rowId(row)}">${this.columns
-        .map((c) => `<td class="${c.text ? "text" : ""}">${c.html(row)}</td>`)
+        .map((c) => `<td class="${c.text ? "text" : ""} ${c.className || ""}">${c.html(row)}</td>`)
         .join("")}</tr>`)
       .join("");
     for (const th of this.box.querySelectorAll("th")) {
