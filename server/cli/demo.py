@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -138,6 +139,22 @@ def wait_for(client: httpx.Client, search_id: int, console: Console, quiet: bool
             time.sleep(0.5)
 
 
+def summary(info: dict) -> str:
+    """How the search ended and what its results cost: measured on this machine now, or
+    reused from the measurement cache (a second demo on the same database reuses them all)."""
+    p = info["progress"]
+    fresh = p["measured"] - p["reused"]
+    reused = (
+        f"{p['reused']} reused from earlier measurements in this database"
+        if p["reused"]
+        else "none reused"
+    )
+    return (
+        f"Search {info['id']} {info['status']} ({info['finish_reason']}): {fresh} measured "
+        f"now, {reused}, {p['failed']} failed, {p['generation'] + 1} generations."
+    )
+
+
 def frontier_table(points: list[dict]) -> Table:
     table = Table(title=f"Pareto frontier ({len(points)} architectures)")
     table.caption = (
@@ -180,7 +197,10 @@ def run(args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     server, token, enrollment = start_server(db_path, sock)
-    agent = start_agent(url, db_path.with_suffix(".agent.log"), enrollment)
+    # The agent's log goes to a folder of its own, not the working directory: it is for when
+    # something goes wrong, and the end of the run says where it is.
+    agent_log = Path(tempfile.mkdtemp(prefix="hwnas-demo-")) / "agent.log"
+    agent = start_agent(url, agent_log, enrollment)
     try:
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=url, timeout=30, headers=headers) as client:
@@ -188,21 +208,16 @@ def run(args: argparse.Namespace) -> int:
             search_id = created.raise_for_status().json()["id"]
             console.print(f"Search {search_id} started on {url} with 1 agent ({DEVICE_CLASS}).")
             console.print(f"Watch it live:   {url}/dashboard/#/search/{search_id}")
+            console.print(f"The agent's log: {agent_log}")
             info = wait_for(client, search_id, console, quiet=False)
             points = client.get(f"/api/v1/searches/{search_id}/pareto").raise_for_status().json()
         if args.json:
             print(json.dumps({"search": info, "pareto": points}, indent=2))
-        else:
-            p = info["progress"]
-            console.print(
-                f"Search {search_id} {info['status']} ({info['finish_reason']}): "
-                f"{p['measured']} measured, {p['failed']} failed, "
-                f"{p['generation'] + 1} generations."
-            )
+        console.print(summary(info), soft_wrap=True)  # on stderr with --json
+        if not args.json:
             console.print(frontier_table(points))
-        console.print(
-            f"Everything is stored in {db_path} (agent log: {db_path.with_suffix('.agent.log')})."
-        )
+        stored = f"Everything is stored in {db_path}; the agent's log is {agent_log}."
+        console.print(stored, soft_wrap=True)  # paths to copy: never wrapped
         if args.keep_serving:
             console.print(f"Dashboard:       {url}/dashboard/#/search/{search_id}")
             console.print(f"All candidates:  {url}/api/v1/searches/{search_id}/candidates")
@@ -213,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
                 time.sleep(3600)
         console.print(
             f"Browse it again: hwnas serve --db {db_path}, then "
-            f"http://127.0.0.1:8000/dashboard/#/search/{search_id}"
+            f"http://127.0.0.1:8000/dashboard/#/search/{search_id}",
+            soft_wrap=True,
         )
         return 0
     except KeyboardInterrupt:
