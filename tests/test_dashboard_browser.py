@@ -209,4 +209,4 @@ def test_the_form_shows_the_apis_refusal_and_starts_a_valid_search(service, brow
         api.post(f"/api/v1/searches/{search_id}/cancel")
     assert created["device_class"] == "nobody-serves-this"
     assert created["request"]["budget"]["max_evaluations"] == 3
-    assert created["request"]["strategy"] == "hwnas"
+    assert created["request"]["strategy"] == "lts"  # the API's default, which the form shows
