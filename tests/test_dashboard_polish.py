@@ -145,13 +145,17 @@ def test_the_3d_views_axis_labels_lie_inside_its_box(service, browser, measured)
     _open_drawn(browser, url, measured)
     cube = browser.find_element("css selector", "#plot-3d")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", cube)
-    # Away from the plot: its toolbar (drawn on hover) is no part of the scene.
-    browser.execute_script("document.activeElement && document.activeElement.blur()")
+    # The toolbar, shown while the pointer is over the plot, is light grey: no ink.
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "polish-3d.png").write_bytes(shot := cube.screenshot_as_png)
-    png = base64.b64encode(shot).decode()
-    ink = browser.execute_async_script(INK, png, 4)
-    assert ink["total"] > 500, f"the 3-D view drew next to nothing: {ink}"
+
+    def drawn():
+        # WebGL draws on a later frame than the plot's data is set: shoot until it has.
+        shot = cube.screenshot_as_png
+        ink = browser.execute_async_script(INK, base64.b64encode(shot).decode(), 4)
+        (ARTIFACTS / "polish-3d.png").write_bytes(shot)
+        return ink if ink["total"] > 500 else None
+
+    ink = wait_for(drawn, 30, "the 3-D view's axes and labels to be drawn")
     cut = {side: n for side, n in ink.items() if side != "total" and n}
     assert not cut, f"labels or axes reach the 3-D view's edge (clipped): {ink}"
 
