@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import FileResponse
 
+from archvocab.errors import InvalidSpec
 from archvocab.wire import API_PREFIX, ArchitectureExport
 from server.api.deps import ArchId, Reader, store_of
 from server.api.responses import AUTH_ERRORS, EXPORT_ERRORS, ErrorBody
@@ -23,11 +24,24 @@ AMBIGUOUS = {
 }
 
 
+def known_query(*names: str) -> object:
+    """A dependency refusing query parameters other than `names` (a misspelt `seq_len`
+    would otherwise be ignored silently)."""
+
+    def check(request: Request) -> None:
+        for name in request.query_params:
+            if name not in names:
+                allowed = ", ".join(names) or "none"
+                raise InvalidSpec(name, f"unknown query parameter; allowed: {allowed}")
+
+    return Depends(check)
+
+
 @router.get(
     "/architectures/{arch_id}",
     response_model=ArchitectureExport,
     responses={**AUTH_ERRORS, **AMBIGUOUS},
-    dependencies=[Reader],
+    dependencies=[Reader, known_query()],
 )
 def get_architecture(arch_id: ArchId, request: Request) -> ArchitectureExport:
     """An architecture's full id, spec, parameter counts and the searches that proposed it,
@@ -45,7 +59,7 @@ def get_architecture(arch_id: ArchId, request: Request) -> ArchitectureExport:
         **AMBIGUOUS,
         200: {"content": {"text/x-python": {}, "application/octet-stream": {}}},
     },
-    dependencies=[Reader],
+    dependencies=[Reader, known_query("format", "seq_len", "batch_size")],
 )
 def export_architecture(
     arch_id: ArchId,

@@ -78,3 +78,17 @@ def test_a_prefix_nothing_starts_with_is_404(client, route):
     measured_arch(client)
     got = client.get(route.format("ffffffffffff"))
     assert got.status_code == 404 and got.json()["resource"] == "architecture"
+
+
+ALLOWED = ["none", "format, seq_len, batch_size"]  # query parameters of ROUTES
+
+
+@pytest.mark.parametrize(("route", "allowed"), list(zip(ROUTES, ALLOWED, strict=True)))
+def test_an_unknown_query_parameter_is_422_listing_the_allowed_ones(client, route, allowed):
+    arch_id = measured_arch(client)
+    got = client.get(route.format(arch_id), params={"seqlen": 32})
+    assert got.status_code == 422
+    assert got.json() == {
+        "detail": f"seqlen: unknown query parameter; allowed: {allowed}",
+        "field": "seqlen",
+    }
