@@ -13,6 +13,7 @@ import dataclasses
 import importlib.metadata
 import json
 import math
+import os
 import random
 import re
 import subprocess
@@ -154,8 +155,11 @@ print(json.dumps({name: importlib.util.find_spec(name) is not None
 
 
 def run_file(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    # A user's shell has no PYTHONPATH pointing into this checkout; one set for the suite
+    # (e.g. to run a copy of the tree) must not leak hwnas into the torch-only venv.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
-        [str(python), *args], capture_output=True, text=True, cwd=cwd, timeout=300
+        [str(python), *args], capture_output=True, text=True, cwd=cwd, timeout=300, env=env
     )
 
 
