@@ -68,7 +68,13 @@ def search_arguments(parser: argparse.ArgumentParser) -> None:
 
     export = commands["export"]
     export.add_argument("arch_id", help="its id, or a unique prefix of 8 or more characters")
-    export.add_argument("--format", choices=["json", "onnx", "torch"], default="torch")
+    export.add_argument(
+        "--format",
+        choices=["json", "onnx", "torch"],
+        default="json",
+        help="json: the spec and counts (the default, as in the API); torch: one file that "
+        "needs only torch; onnx: the model",
+    )
     export.add_argument("--output", "-o", help="file or folder (default: current folder)")
     export.add_argument("--seq-len", type=int, help="ONNX: the exported input's length")
 
