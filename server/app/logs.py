@@ -86,4 +86,8 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+    # Alembic narrates every migration context at INFO; the store says in one line what
+    # changed (`server.store.schema.migrate`). Its detail stays for --log-level debug.
+    quiet = root.getEffectiveLevel() > logging.DEBUG
+    logging.getLogger("alembic").setLevel(logging.WARNING if quiet else logging.NOTSET)
     return handler

@@ -9,6 +9,7 @@ the others wait, then find nothing left to do.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -22,6 +23,8 @@ from archvocab.errors import HwnasError
 from server.store.rows import Base
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+logger = logging.getLogger(__name__)
+
 PRE_MIGRATIONS_REVISION = "0001"  # the schema hwnas 0.1 made with create_all
 _LOCK_KEY = 0x68776E6173  # "hwnas": the advisory lock PostgreSQL migrations run under
 
@@ -65,10 +68,16 @@ def migrate(engine: Engine, revision: str = "head") -> None:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
         config = alembic_config(connection)
-        if current_revision(connection) is None and inspect(connection).get_table_names():
+        before = current_revision(connection)
+        if before is None and inspect(connection).get_table_names():
             _check_pre_migrations(connection)
             command.stamp(config, PRE_MIGRATIONS_REVISION)
+            before = PRE_MIGRATIONS_REVISION
         command.upgrade(config, revision)
+        after = current_revision(connection)
+        if after != before:
+            how = "created" if before is None else f"upgraded from {before}"
+            logger.info("database schema %s at revision %s", how, after)
 
 
 def _columns(connection: Connection) -> dict[str, set[str]]:

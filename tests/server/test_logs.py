@@ -117,3 +117,25 @@ def test_a_value_json_cannot_encode_is_written_as_text_not_raised(json_log):
     logging.getLogger("hwnas.test").info("odd", extra={"when": object})
     [entry] = lines(json_log)
     assert entry["message"] == "odd" and "object" in entry["when"]
+
+
+def test_a_first_start_says_in_one_line_what_the_migrations_did(tmp_path):
+    """A new database: one line that the schema was created, none of Alembic's narration
+    (13 INFO lines before the one-time tokens, one naming an internal issue); a second start
+    on the same database: nothing about the schema."""
+    from hwnas.testing.ports import free_port
+    from hwnas.testing.processes import Processes
+    from hwnas.testing.servers import start_server
+
+    procs = Processes(tmp_path)
+    db = tmp_path / "fresh.db"
+    try:
+        for name in ("first", "second"):
+            start_server(procs, db, free_port(), "--no-auth", name=name)
+            procs.stop_all()
+    finally:
+        procs.stop_all()
+    first, second = procs.log("first"), procs.log("second")
+    assert "alembic" not in first and "alembic" not in second
+    assert first.count("database schema created at revision") == 1
+    assert "database schema" not in second
