@@ -51,11 +51,13 @@ def test_a_second_demo_says_what_it_reused_and_leaves_the_working_directory_alon
     work, db = tmp_path / "work", tmp_path / "store" / "demo.db"
     work.mkdir()
     db.parent.mkdir()
-    for _ in range(2):
+    for run in range(2):
         search, said = demo(db, work)
         assert summary(search) in said  # the server's numbers, on one line
-        log = said.split("the agent's log is ")[1].split()[0].rstrip(".")
-        assert "hwnas-demo-" in log and "registered" in Path(log).read_text()
+        log = Path(said.split("the agent's log is ")[1].split()[0].rstrip("."))
+        assert "hwnas-demo-" in str(log) and log.is_file()
+        if run == 0:  # the second may be all reused and done before its agent has said a word
+            assert "registered" in log.read_text()
     # The second search proposes what the first did (same seed) and reuses what the first
     # measured on a quiet machine (a busy measurement never is): the line says how many.
     with sqlite3.connect(db) as store:
