@@ -20,6 +20,11 @@ The plain frontier's flips count both ways too, so its flips are its decision fl
 Re-analyse a saved run (the JSON `bench/reproducibility.py --json` writes):
 
     .venv/bin/python -m bench.frontier_stability bench/results/reproducibility_lts200.json
+
+With `--refit`, the intervals are not the run's but those today's noise model
+(`search.noise.fit`) gives from the run's agent reference readings, every candidate at one
+measurement; the latency and memory coverage of the re-measurements under them is printed
+too.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from search.noise import METRICS
+from search.noise import METRICS, NoiseModel, fit
 from search.pareto import beyond_doubt, front_beyond_noise, non_dominated_mask
 
 CERTAIN, UNDECIDED, OFF = "certain", "cannot_tell", "off"
@@ -184,13 +189,53 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
+def refit(saved: dict[str, Any]) -> tuple[dict[str, list[float]], NoiseModel]:
+    """Relative intervals of one measurement under today's noise model, learned from a saved
+    run's agent reference readings (no candidate measured twice: the prior extra)."""
+    readings = saved["agent_reference_readings"]
+    groups = {
+        "latency_ms": [[r["latency_ms"] for r in readings]],
+        "memory_mb": [[r["peak_memory_mb"] for r in readings]],
+    }
+    model = fit(groups, saved["search"]["measurement"]["device"])
+    confidence = saved["search"]["noise"]["confidence"]
+    return {m: list(model.interval(m, 1.0, confidence)) for m in METRICS}, model
+
+
+def coverage(rows: list[dict[str, Any]], rel: dict[str, list[float]]) -> dict[str, float | None]:
+    """Per metric, the share of first re-measurements inside their row's interval."""
+    out: dict[str, float | None] = {}
+    for metric in METRICS:
+        inside = [
+            row[metric] * rel[metric][0] <= row["again"][0][metric] <= row[metric] * rel[metric][1]
+            for row in rows
+            if row["again"] and "failure" not in row["again"][0]
+        ]
+        out[metric] = sum(inside) / len(inside) if inside else None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("result", type=Path, help="a JSON file bench/reproducibility.py wrote")
+    parser.add_argument(
+        "--refit", action="store_true", help="intervals from today's noise model (see above)"
+    )
     args = parser.parse_args(argv)
     saved = json.loads(args.result.read_text())
     rel = saved["search"]["noise"]["interval_rel"]
     rows = [row for row in saved["candidates"] if not row.get("reused")]
+    if args.refit:
+        rel, model = refit(saved)
+        shown = ", ".join(f"{m} [{lo:.4f}, {hi:.4f}]" for m, (lo, hi) in rel.items())
+        print(f"refitted intervals (relative): {shown}")
+        for m in METRICS:
+            print(
+                f"{m} sigma: reference {_pct(model.reference_sigma[m])}, candidate "
+                f"{_pct(model.sigma[m])}, dof {model.dof[m]:.1f}"
+            )
+        for metric, share in coverage(rows, rel).items():
+            print(f"{metric} coverage of the first re-measurements: {_pct(share)}")
     frontier = analyse(rows, rel, saved["remeasure"]["repeats"])
     print(f"{args.result}: {frontier['pool']:.0f} candidates quiet in both")
     print("\n".join(table(frontier)))

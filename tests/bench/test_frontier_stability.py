@@ -87,3 +87,32 @@ def test_a_saved_run_is_re_analysed_from_the_command_line(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert "4 candidates quiet in both" in done.stdout
     assert "| params+latency_ms, noise_aware |" in done.stdout
+
+
+def test_refit_recomputes_intervals_from_the_saved_reference_readings(tmp_path: Path) -> None:
+    readings = [{"latency_ms": 10.0 + 0.1 * (i % 3), "peak_memory_mb": 50.0} for i in range(12)]
+    saved = {
+        "search": {
+            "noise": {"interval_rel": REL, "confidence": 0.95},
+            "measurement": {"device": "cpu"},
+        },
+        "remeasure": {"repeats": 1},
+        "agent_reference_readings": readings,
+        "candidates": rows([10.0, 20.0, 30.0, 25.0], [10.0, 20.0, 30.0, 40.0]),
+    }
+    rel, model = fs.refit(saved)
+    assert rel["latency_ms"][0] < 1 < rel["latency_ms"][1]
+    assert model.sigma["latency_ms"] > model.reference_sigma["latency_ms"]  # the extra
+    # 40 against 25 is outside any interval this model states; the other three repeat exactly
+    assert fs.coverage(saved["candidates"], rel)["latency_ms"] == 0.75
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(saved))
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.frontier_stability", "--refit", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "latency_ms coverage of the first re-measurements: 75.0%" in done.stdout
