@@ -257,3 +257,41 @@ def candidate_row(c: dict[str, Any], again: list[dict[str, Any]]) -> dict[str, A
         "total_s": m["total_s"],
         "again": again,
     }
+
+
+# Latency bands (ms) for `latency_shift`: small models move most between processes.
+SHIFT_BANDS = ((0.0, 30.0), (30.0, 80.0), (80.0, math.inf))
+
+
+def latency_shift(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How re-measured latencies moved against the first measurements (saved rows, as
+    `candidate_row` writes them): the median log ratio overall and per latency band, the
+    95th percentile of its size, and the misses of the run's own intervals below and above."""
+    pairs = [
+        (row["latency_ms"], row["again"][0]["latency_ms"], row["intervals"]["latency_ms"])
+        for row in rows
+        if row["again"] and "failure" not in row["again"][0]
+    ]
+    logs = np.array([math.log(again / first) for first, again, _ in pairs])
+    bands = {}
+    for low, high in SHIFT_BANDS:
+        inside = [math.log(a / f) for f, a, _ in pairs if low <= f < high]
+        bands[f"{low:g}-{high:g} ms"] = {"n": len(inside), "median_log": median(inside)}
+    return {
+        "n": len(pairs),
+        "median_log": float(np.median(logs)) if len(logs) else None,
+        "p95_abs_log": float(np.quantile(np.abs(logs), 0.95)) if len(logs) else None,
+        "misses_below": sum(a < lo for _, a, (lo, _) in pairs),
+        "misses_above": sum(a > hi for _, a, (_, hi) in pairs),
+        "bands": bands,
+    }
+
+
+# A saved run's latency shift: python -m bench.reproducibility_analysis RESULT.json
+if __name__ == "__main__":
+    import json
+    import sys
+    from pathlib import Path
+
+    saved = json.loads(Path(sys.argv[1]).read_text())
+    print(json.dumps(latency_shift(saved["candidates"]), indent=1))

@@ -4,6 +4,7 @@ re-measurements) and its JSON's structure and ranges; no timings asserted."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,20 @@ def test_the_load_kind_is_parsed_and_named_in_the_command() -> None:
     args = rp.parse_args(["--quick", "--load", "1", "--load-kind", "memory"])
     assert args.load_kind == "memory"
     assert "--load 1 --load-kind memory" in rp.command(args)
+
+
+def test_latency_shift_reads_bands_and_misses_from_saved_rows() -> None:
+    from bench.reproducibility_analysis import latency_shift
+
+    def row(first: float, again: float) -> dict[str, Any]:
+        return {
+            "latency_ms": first,
+            "intervals": {"latency_ms": [first * 0.95, first * 1.05]},
+            "again": [{"latency_ms": again}],
+        }
+
+    got = latency_shift([row(10.0, 9.0), row(50.0, 50.0), row(100.0, 110.0), row(100.0, 100.0)])
+    assert got["n"] == 4 and got["misses_below"] == 1 and got["misses_above"] == 1
+    assert got["bands"]["0-30 ms"] == {"n": 1, "median_log": pytest.approx(math.log(0.9))}
+    assert got["bands"]["30-80 ms"]["median_log"] == 0.0
+    assert got["bands"]["80-inf ms"]["n"] == 2
