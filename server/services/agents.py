@@ -75,17 +75,45 @@ def list_agents(store: Store) -> list[AgentView]:
         ]
 
 
-def seen(session: Session, agent_id: str, now: datetime) -> AgentRow:
+# How stale an agent's `last_seen_at` may be before a request of its writes it again, as a
+# share of the lease period (online means seen within one): an idle agent polling every
+# second costs a write every few seconds, not every poll.
+SEEN_RESOLUTION = 1 / 20
+
+
+def seen(session: Session, agent_id: str, now: datetime, lease_seconds: float) -> AgentRow:
+    """The agent, marked seen `now` unless it was within `SEEN_RESOLUTION` of a lease."""
     agent = session.get(AgentRow, agent_id)
     if agent is None:
         raise NotFound("agent", agent_id)
-    agent.last_seen_at = now
+    if not recently_seen(agent.last_seen_at, now, lease_seconds):
+        agent.last_seen_at = now
     return agent
+
+
+def recently_seen(last_seen_at: datetime, now: datetime, lease_seconds: float) -> bool:
+    return now - last_seen_at < timedelta(seconds=SEEN_RESOLUTION * lease_seconds)
+
+
+# An agent's fingerprint never changes once it registered: what it can measure is worked out
+# once per process (a claim looks at up to 64 other agents' too).
+_CAPABILITIES: dict[str, tuple[list[str], list[str]]] = {}
+_CAPABILITIES_KEPT = 10_000
 
 
 def capabilities(agent: AgentRow) -> tuple[list[str], list[str]]:
     """(runtimes, devices) the agent can measure with: only jobs it can do are offered."""
-    return fingerprint_capabilities(agent.fingerprint)
+    return capabilities_of(agent.id, agent.fingerprint)
+
+
+def capabilities_of(agent_id: str, fingerprint: dict) -> tuple[list[str], list[str]]:
+    """`capabilities` from an agent's id and stored fingerprint."""
+    known = _CAPABILITIES.get(agent_id)
+    if known is None:
+        if len(_CAPABILITIES) >= _CAPABILITIES_KEPT:
+            _CAPABILITIES.clear()
+        known = _CAPABILITIES[agent_id] = fingerprint_capabilities(fingerprint)
+    return known
 
 
 def fingerprint_capabilities(fingerprint: dict) -> tuple[list[str], list[str]]:

@@ -73,6 +73,9 @@ class EngineCache:
     def __init__(self) -> None:
         self._engines: dict[int, tuple[Engine, int]] = {}
         self._handed_out: set[int] = set()  # searches whose engine this transaction holds
+        # search id -> (revision, measuring slots) at which it was last asked for proposals
+        # and had none to give: asked again then, it would give none (`known_idle`).
+        self._idle: dict[int, tuple[int, int]] = {}
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
         self.catch_ups = 0  # stale engines brought up to date from the new rows only
 
@@ -104,6 +107,15 @@ class EngineCache:
         self._engines[search.id] = (engine, search.revision)
         return engine
 
+    def idle(self, search_id: int, revision: int, slots: int) -> None:
+        """The search, asked at `revision` with `slots` measuring slots, proposes no more."""
+        self._idle[search_id] = (revision, slots)
+
+    def known_idle(self, search_id: int, revision: int, slots: int) -> bool:
+        """Whether asking the search again would propose nothing: its engine said so at this
+        revision with these slots (nothing in the rows moved since, in any process)."""
+        return self._idle.get(search_id) == (revision, slots)
+
     def changed(self, search: SearchRow) -> None:
         """The engine was told or asked something the rows now record: a new revision."""
         search.revision += 1
@@ -116,6 +128,7 @@ class EngineCache:
         not record. Those are rebuilt from the rows when next needed; the others stay."""
         for search_id in self._handed_out:
             self._engines.pop(search_id, None)
+            self._idle.pop(search_id, None)
         self._handed_out.clear()
 
     def committed(self) -> None:
@@ -123,6 +136,7 @@ class EngineCache:
 
     def drop(self, search_id: int) -> None:
         self._engines.pop(search_id, None)
+        self._idle.pop(search_id, None)
 
     @staticmethod
     def _restore(session: Session, search: SearchRow) -> Engine:

@@ -33,11 +33,11 @@ from archvocab.wire import (
 )
 from search.noise import reference_architecture
 from server.errors import Conflict, NotFound
-from server.services.agents import capabilities, seen
+from server.services.agents import capabilities, capabilities_of, recently_seen, seen
 from server.services.context import Services
 from server.services.events import log_event
-from server.services.leases import requeue_expired
-from server.services.searches import advance, tell
+from server.services.leases import any_expired, requeue_expired
+from server.services.searches import advance, live_agents, tell
 from server.settings import as_utc
 from server.store.cache import new_measurement
 from server.store.rows import AgentRow, CandidateRow, LeaseRow, SearchRow
@@ -48,30 +48,67 @@ _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
 def claim(services: Services, agent_id: str) -> JobLease | None:
     """The next job this agent can measure, leased to it; None when there is none even after
-    the searches it could serve were asked for more."""
+    the searches it could serve were asked for more. A claim that a read shows has nothing to
+    take writes nothing (`_nothing_to_take`)."""
+    if _nothing_to_take(services, agent_id):
+        return None
     lease = _take_queued(services.store, agent_id)
     if lease is None and _top_up(services, agent_id):
         lease = _take_queued(services.store, agent_id)
     return lease
 
 
+def _servable(agent: AgentRow) -> ColumnElement[bool]:
+    """The running searches this agent can measure for."""
+    runtimes, devices = capabilities(agent)
+    return and_(
+        SearchRow.status == SearchStatus.RUNNING,
+        SearchRow.device_class == agent.device_class,
+        SearchRow.runtime.in_(runtimes),
+        SearchRow.device.in_(devices),
+    )
+
+
+def _nothing_to_take(services: Services, agent_id: str) -> bool:
+    """Whether a read alone shows the claim would find nothing and change nothing: the agent
+    was seen lately, no lease has run out, nothing it could measure is queued, and every
+    search it serves asked its engine at its present revision with as many measuring slots
+    and got nothing (`EngineCache.known_idle`). Then an idle agent's poll is a few indexed
+    reads, and the write lock is left to the agents with work."""
+    store = services.store
+    with store.read() as session:
+        now = store.now()
+        agent = session.get(AgentRow, agent_id)
+        if agent is None:
+            raise NotFound("agent", agent_id)
+        if not recently_seen(agent.last_seen_at, now, store.settings.lease_seconds):
+            return False
+        if any_expired(session, now):
+            return False
+        servable = _servable(agent)
+        queued = (
+            select(CandidateRow.id)
+            .join(SearchRow, SearchRow.id == CandidateRow.search_id)
+            .where(CandidateRow.status == JobStatus.QUEUED, servable)
+            .limit(1)
+        )
+        if session.scalar(queued) is not None:
+            return False
+        slots = live_agents(store, session, agent.device_class)
+        searches = session.execute(select(SearchRow.id, SearchRow.revision).where(servable))
+        return all(services.engines.known_idle(i, revision, slots) for i, revision in searches)
+
+
 def _take_queued(store: Store, agent_id: str) -> JobLease | None:
     with store.write_rows() as session:
         now = store.now()
-        agent = seen(session, agent_id, now)
+        agent = seen(session, agent_id, now, store.settings.lease_seconds)
         requeue_expired(session, now, store.row_locks)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
-        runtimes, devices = capabilities(agent)
         query = (
             select(CandidateRow.id)
             .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-            .where(
-                CandidateRow.status == JobStatus.QUEUED,
-                SearchRow.status == SearchStatus.RUNNING,
-                SearchRow.device_class == agent.device_class,
-                SearchRow.runtime.in_(runtimes),
-                SearchRow.device.in_(devices),
-            )
+            .where(CandidateRow.status == JobStatus.QUEUED, _servable(agent))
             .order_by(CandidateRow.id)
             .limit(1)
         )
@@ -118,14 +155,14 @@ def _others_online(
     """The (runtime, device) pairs that another agent of this one's device class, seen within a
     lease period, can measure."""
     since = now - timedelta(seconds=store.settings.lease_seconds)
-    others = select(AgentRow).where(
+    others = select(AgentRow.id, AgentRow.fingerprint).where(
         AgentRow.device_class == agent.device_class,
         AgentRow.id != agent.id,
         AgentRow.last_seen_at >= since,
     )
     pairs: set[tuple[str, str]] = set()
-    for other in session.scalars(others.limit(_OTHERS_READ)):
-        runtimes, devices = capabilities(other)
+    for other_id, fingerprint in session.execute(others.limit(_OTHERS_READ)):
+        runtimes, devices = capabilities_of(other_id, fingerprint)
         pairs.update((r, d) for r in runtimes for d in devices)
     return pairs
 
@@ -155,14 +192,9 @@ def _top_up(services: Services, agent_id: str) -> bool:
     proposed for yet). A search another process is busy with is skipped, not waited for.
     True when anything was proposed."""
     with services.store.write() as session:
-        agent = seen(session, agent_id, services.store.now())
-        runtimes, devices = capabilities(agent)
-        query = select(SearchRow).where(
-            SearchRow.status == SearchStatus.RUNNING,
-            SearchRow.device_class == agent.device_class,
-            SearchRow.runtime.in_(runtimes),
-            SearchRow.device.in_(devices),
-        )
+        store = services.store
+        agent = seen(session, agent_id, store.now(), store.settings.lease_seconds)
+        query = select(SearchRow).where(_servable(agent))
         if services.store.row_locks:
             query = query.with_for_update(skip_locked=True)
         proposed = False
@@ -217,7 +249,7 @@ def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
     agent was only slow to say it is alive (a flaky network), and its work is not wasted."""
     with store.write_rows() as session:
         now = store.now()
-        seen(session, ref.agent_id, now)
+        seen(session, ref.agent_id, now, store.settings.lease_seconds)
         row = _job(session, job_id, store.row_locks)
         if (
             row.status != JobStatus.RUNNING
@@ -307,7 +339,7 @@ def submit_result(services: Services, job_id: int, result: JobResult) -> ResultR
             raise NotFound("job", job_id)
         search = get_search(session, search_id, lock=True)
         row = _job(session, job_id, services.store.row_locks)
-        agent = seen(session, result.agent_id, now)
+        agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True)
         # Load (or rebuild) the engine before this row changes, so it replays the job as pending.

@@ -63,13 +63,13 @@ def create_search(
     return get_search_info(services, search_id, server_url)
 
 
-def measuring_slots(store: Store, session: Session, search: SearchRow) -> int:
-    """How many measurements this search can have running at once: the agents of its device
-    class seen within a lease period (at least one)."""
+def live_agents(store: Store, session: Session, device_class: str) -> int:
+    """How many measurements a search of `device_class` can have running at once: the agents
+    of the class seen within a lease period (at least one)."""
     since = store.now() - timedelta(seconds=store.settings.lease_seconds)
     live = session.scalar(
         select(func.count(AgentRow.id)).where(
-            AgentRow.device_class == search.device_class, AgentRow.last_seen_at >= since
+            AgentRow.device_class == device_class, AgentRow.last_seen_at >= since
         )
     )
     return max(1, live or 0)
@@ -80,7 +80,7 @@ def advance(services: Services, session: Session, search: SearchRow) -> None:
     if search.status != SearchStatus.RUNNING:
         return
     engine = services.engines.get(session, search)
-    slots = measuring_slots(services.store, session, search)
+    slots = live_agents(services.store, session, search.device_class)
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
     while batch := engine.ask(slots):
@@ -93,6 +93,8 @@ def advance(services: Services, session: Session, search: SearchRow) -> None:
         search.finished_at = services.store.now()
         services.engines.drop(search.id)
         _log_finished(search)
+    else:  # asked again in this state, it would give nothing more: idle claims need not ask
+        services.engines.idle(search.id, search.revision, slots)
 
 
 def tell(
@@ -106,7 +108,8 @@ def tell(
     the cache had it: the engine (when the search still runs) is told its values, and the
     result is numbered and scored. A re-measurement (round > 0) is the search's business,
     not the engine's: it is not told."""
-    if row.round > 0:
+    if row.round > 0:  # a new revision all the same: it may let the search finish
+        services.engines.changed(search)
         return
     if engine is not None:
         engine.tell(row.arch_id, measured_values(row))

@@ -209,3 +209,47 @@ def test_agents_are_online_within_a_lease_period_of_their_last_request(client, c
     assert client.get("/api/v1/agents").json()[0]["online"] is False
     client.post(f"/api/v1/agents/{agent}/claim")
     assert client.get("/api/v1/agents").json()[0]["online"] is True
+
+
+class _Writes:
+    """Counts the statements that write (or, on SQLite, take the write lock) on a store."""
+
+    def __init__(self, client) -> None:
+        from sqlalchemy import event
+
+        self.count = 0
+        event.listen(client.app.state.store.db, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn, cursor, statement, *args) -> None:
+        verb = " ".join(statement.split()[:2]).upper()
+        if verb.split()[0] in ("INSERT", "UPDATE", "DELETE") or verb == "BEGIN IMMEDIATE":
+            self.count += 1
+
+
+def test_an_idle_claim_writes_nothing_and_work_still_reaches_the_agent(client, clock):
+    client.post("/api/v1/searches", json=search_request())  # LTS: 4 first, then a generation
+    agent = register(client)
+    leases = [_claim(client, agent) for _ in range(4)]
+    writes = _Writes(client)
+    assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204  # asks the engine
+    asked = writes.count
+    for _ in range(5):  # the engine said it has nothing until results come: nobody asks again
+        assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+    assert writes.count == asked
+    # An agent that polls for a twentieth of a lease is marked seen again: one write.
+    clock.advance(2)
+    assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+    assert writes.count > asked
+    again = writes.count
+    assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+    assert writes.count == again
+    for lease in leases:
+        reported = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease))
+        assert reported.status_code == 200
+    # The last result completed the generation: the next one is queued and handed out.
+    lease = _claim(client, agent)
+    client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease))
+    # A second agent is a second measuring slot: the engine is asked again on its claim.
+    other = register(client)
+    assert play_agent(client, other) + play_agent(client, agent) > 0
+    assert client.get("/api/v1/searches/1").json()["status"] == "finished"

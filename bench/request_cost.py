@@ -1,0 +1,202 @@
+"""Request cost: server CPU per claim + result, and where it goes (issue 20, item 2).
+
+One process holds the real application (`create_app`, SQLite file, authentication as
+chosen) and drives it through Starlette's TestClient as one agent would: claim, report a
+synthetic measurement, again. No network and no other process: the process CPU time per
+claim + result is the server's own work plus the test client's (its share is printed from
+the profile: `testclient`/`httpx`/`anyio` frames), and a cProfile of the timed cycles shows
+where it goes. Idle claims (a search with nothing queued) are timed and counted as writes.
+
+    .venv/bin/python -m bench.request_cost [--strategy lts] [--warm 200] [--cycles 300]
+        [--idle 200] [--profile 25] [--json bench/results/request_cost.json]
+
+`--warm N`: results told before timing starts, so that the search (and its result table)
+has N candidates: the cost of a request may grow with the search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import event
+
+from bench.machine import commit, machine
+from bench.script import command_line, write_json
+from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
+from server.app.factory import create_app
+from server.settings import Settings
+
+HARNESS = ("testclient.py", "httpx", "anyio", "concurrent/futures", "threading.py")
+
+
+def _search(strategy: str, budget: int, seed: int) -> dict[str, Any]:
+    return {
+        "name": "request-cost",
+        "device_class": "bench-cpu",
+        "strategy": strategy,
+        "seed": seed,
+        "budget": {"max_evaluations": budget},
+    }
+
+
+class Agent:
+    def __init__(self, client: TestClient) -> None:
+        self.client = client
+        answer = client.post(
+            "/api/v1/agents", json={"device_class": "bench-cpu", "fingerprint": FINGERPRINT}
+        )
+        answer.raise_for_status()
+        self.id = answer.json()["agent_id"]
+
+    def cycle(self) -> bool:
+        """One claim and its result; False when the claim found no work."""
+        claimed = self.client.post(f"/api/v1/agents/{self.id}/claim")
+        if claimed.status_code == 204:
+            return False
+        claimed.raise_for_status()
+        lease = claimed.json()
+        body = {
+            "agent_id": self.id,
+            "lease_id": lease["lease_id"],
+            "measurement": synthetic_measurement(lease["spec"]),
+        }
+        self.client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=body).raise_for_status()
+        return True
+
+
+class Statements:
+    """Counts the SQL statements the store runs, writes apart."""
+
+    def __init__(self, engine: Any) -> None:
+        self.reads = self.writes = 0
+        event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        verb = statement.lstrip().split(None, 1)[0].upper()
+        if verb in ("SELECT", "PRAGMA", "BEGIN", "SAVEPOINT", "RELEASE"):
+            self.reads += 1
+        else:
+            self.writes += 1
+
+
+def _timed(n: int, step) -> tuple[list[float], int]:
+    """CPU ms of each of `n` calls of `step`, and how many did work."""
+    cpu, worked = [], 0
+    for _ in range(n):
+        start = time.process_time()
+        worked += bool(step())
+        cpu.append((time.process_time() - start) * 1000)
+    return cpu, worked
+
+
+def _harness_share(profile: cProfile.Profile) -> float:
+    """Share of the profiled time spent in the test client rather than the server."""
+    stats = pstats.Stats(profile)
+    total = stats.total_tt
+    harness = sum(
+        tt
+        for (path, _, _), (_, _, tt, _, _) in stats.stats.items()
+        if any(part in path for part in HARNESS)
+    )
+    return harness / total if total else 0.0
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'cost.db'}", auth=False)
+        app = create_app(settings)
+        with TestClient(app) as client:
+            budget = args.warm + args.cycles + args.profile
+            client.post(
+                "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
+            ).raise_for_status()
+            agent = Agent(client)
+            statements = Statements(app.state.store.db)
+            for _ in range(args.warm):
+                agent.cycle()
+            statements.reads = statements.writes = 0
+            busy, worked = _timed(args.cycles, agent.cycle)
+            per_cycle = {"reads": statements.reads / args.cycles}
+            per_cycle["writes"] = statements.writes / args.cycles
+            profile = cProfile.Profile()
+            profile.enable()
+            for _ in range(args.profile):
+                agent.cycle()
+            profile.disable()
+            # Idle: a search that is finished leaves nothing to claim.
+            client.post("/api/v1/searches/1/cancel").raise_for_status()
+            statements.reads = statements.writes = 0
+            idle, _ = _timed(args.idle, agent.cycle)
+            idle_statements = {
+                "reads": statements.reads / args.idle,
+                "writes": statements.writes / args.idle,
+            }
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(args.top)
+    return {
+        "command": command_line([".venv/bin/python", "-m", "bench.request_cost"], None),
+        "commit": commit(),
+        "machine": machine(),
+        "strategy": args.strategy,
+        "warm": args.warm,
+        "cycles": args.cycles,
+        "worked": worked,
+        "cycle_cpu_ms": _summary(busy),
+        "cycle_statements": per_cycle,
+        "idle_claim_cpu_ms": _summary(idle),
+        "idle_claim_statements": idle_statements,
+        "harness_share": _harness_share(profile),
+        "profile": text.getvalue(),
+    }
+
+
+def _summary(ms: list[float]) -> dict[str, float]:
+    ms = sorted(ms)
+    return {
+        "median": statistics.median(ms),
+        "mean": statistics.fmean(ms),
+        "p90": ms[int(0.9 * (len(ms) - 1))],
+        "n": len(ms),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--strategy", default="lts", choices=["lts", "hwnas", "nsga2"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warm", type=int, default=200, help="results told before timing")
+    parser.add_argument("--cycles", type=int, default=300, help="timed claim + result cycles")
+    parser.add_argument("--idle", type=int, default=200, help="timed claims finding no work")
+    parser.add_argument("--profile", type=int, default=25, help="profiled cycles")
+    parser.add_argument("--top", type=int, default=40, help="profile lines printed")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    result = run(args)
+    c, i = result["cycle_cpu_ms"], result["idle_claim_cpu_ms"]
+    print(result["profile"])
+    print(
+        f"claim + result: CPU median {c['median']:.2f} ms, mean {c['mean']:.2f}, p90 "
+        f"{c['p90']:.2f} (n={c['n']}, {result['worked']} did work); statements per cycle "
+        f"{result['cycle_statements']}; test client share of profile "
+        f"{result['harness_share']:.0%}"
+    )
+    print(
+        f"idle claim: CPU median {i['median']:.2f} ms; statements {result['idle_claim_statements']}"
+    )
+    if args.json:
+        write_json(args.json, result, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
