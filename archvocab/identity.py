@@ -7,6 +7,7 @@ equal specs of any kind give byte-equal JSON and the same id everywhere.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
@@ -32,9 +33,10 @@ class SpecIdentity:
         """Sorted keys, no whitespace: equal specs give byte-equal JSON."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
-    @property
+    @functools.cached_property
     def arch_id(self) -> str:
-        """Stable id: the first 16 hex digits of the SHA-256 of the canonical JSON."""
+        """Stable id: the first 16 hex digits of the SHA-256 of the canonical JSON (computed
+        once per spec: an engine looks ids up on every result)."""
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
 
 

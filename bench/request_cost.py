@@ -1,11 +1,16 @@
 """Request cost: server CPU per claim + result, and where it goes (issue 20, item 2).
 
-One process holds the real application (`create_app`, SQLite file, authentication as
-chosen) and drives it through Starlette's TestClient as one agent would: claim, report a
-synthetic measurement, again. No network and no other process: the process CPU time per
-claim + result is the server's own work plus the test client's (its share is printed from
-the profile: `testclient`/`httpx`/`anyio` frames), and a cProfile of the timed cycles shows
-where it goes. Idle claims (a search with nothing queued) are timed and counted as writes.
+One process holds the real application (`create_app`, a SQLite file, authentication off)
+and drives it as one agent would: claim, report a synthetic measurement, again. Two ways:
+
+- over HTTP, through Starlette's TestClient: the process CPU time (all threads) per claim +
+  result is the server's work plus the test client's, and an upper bound on the server's;
+- through the service functions the routes call (`server.services.jobs.claim`,
+  `submit_result`): the server's work without HTTP, JSON and validation, profiled with
+  cProfile (the routes run in worker threads, out of the profiler's sight).
+
+The SQL statements per cycle are counted (writes apart). Idle claims, with nothing queued,
+are timed and counted the same way.
 
     .venv/bin/python -m bench.request_cost [--strategy lts] [--warm 200] [--cycles 300]
         [--idle 200] [--profile 25] [--json bench/results/request_cost.json]
@@ -30,13 +35,13 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
+from archvocab.wire import JobResult
 from bench.machine import commit, machine
 from bench.script import command_line, write_json
 from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
 from server.app.factory import create_app
+from server.services import jobs
 from server.settings import Settings
-
-HARNESS = ("testclient.py", "httpx", "anyio", "concurrent/futures", "threading.py")
 
 
 def _search(strategy: str, budget: int, seed: int) -> dict[str, Any]:
@@ -99,16 +104,18 @@ def _timed(n: int, step) -> tuple[list[float], int]:
     return cpu, worked
 
 
-def _harness_share(profile: cProfile.Profile) -> float:
-    """Share of the profiled time spent in the test client rather than the server."""
-    stats = pstats.Stats(profile)
-    total = stats.total_tt
-    harness = sum(
-        tt
-        for (path, _, _), (_, _, tt, _, _) in stats.stats.items()
-        if any(part in path for part in HARNESS)
-    )
-    return harness / total if total else 0.0
+def _direct(services: Any, agent_id: str) -> bool:
+    """`Agent.cycle` through the service functions, without HTTP."""
+    lease = jobs.claim(services, agent_id)
+    if lease is None:
+        return False
+    body = {
+        "agent_id": agent_id,
+        "lease_id": lease.lease_id,
+        "measurement": synthetic_measurement(lease.spec),
+    }
+    jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
+    return True
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -116,7 +123,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'cost.db'}", auth=False)
         app = create_app(settings)
         with TestClient(app) as client:
-            budget = args.warm + args.cycles + args.profile
+            budget = args.warm + 2 * args.cycles + args.profile
             client.post(
                 "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
             ).raise_for_status()
@@ -128,10 +135,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             busy, worked = _timed(args.cycles, agent.cycle)
             per_cycle = {"reads": statements.reads / args.cycles}
             per_cycle["writes"] = statements.writes / args.cycles
+            services = app.state.services
+            direct, _ = _timed(args.cycles, lambda: _direct(services, agent.id))
             profile = cProfile.Profile()
             profile.enable()
             for _ in range(args.profile):
-                agent.cycle()
+                _direct(services, agent.id)
             profile.disable()
             # Idle: a search that is finished leaves nothing to claim.
             client.post("/api/v1/searches/1/cancel").raise_for_status()
@@ -152,10 +161,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "cycles": args.cycles,
         "worked": worked,
         "cycle_cpu_ms": _summary(busy),
+        "cycle_services_cpu_ms": _summary(direct),
         "cycle_statements": per_cycle,
         "idle_claim_cpu_ms": _summary(idle),
         "idle_claim_statements": idle_statements,
-        "harness_share": _harness_share(profile),
         "profile": text.getvalue(),
     }
 
@@ -182,14 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     result = run(args)
-    c, i = result["cycle_cpu_ms"], result["idle_claim_cpu_ms"]
+    c, d, i = (result[k] for k in ("cycle_cpu_ms", "cycle_services_cpu_ms", "idle_claim_cpu_ms"))
     print(result["profile"])
     print(
-        f"claim + result: CPU median {c['median']:.2f} ms, mean {c['mean']:.2f}, p90 "
+        f"claim + result over HTTP: CPU median {c['median']:.2f} ms, mean {c['mean']:.2f}, p90 "
         f"{c['p90']:.2f} (n={c['n']}, {result['worked']} did work); statements per cycle "
-        f"{result['cycle_statements']}; test client share of profile "
-        f"{result['harness_share']:.0%}"
+        f"{result['cycle_statements']}"
     )
+    print(f"claim + result, services only: CPU median {d['median']:.2f} ms, p90 {d['p90']:.2f}")
     print(
         f"idle claim: CPU median {i['median']:.2f} ms; statements {result['idle_claim_statements']}"
     )

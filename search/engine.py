@@ -72,7 +72,8 @@ class Engine:
         self._results: dict[str, dict[str, float] | None] = {}  # told; None = failed
         self._pending: set[str] = set()  # kept apart so tell() stays O(1) in long searches
         self._finish_reason: str | None = None
-        self._frontier: list[Candidate] | None = None  # cache, dropped on every tell
+        self._frontier: list[Candidate] | None = None  # cache, extended on every tell
+        self._order: dict[str, int] = {}  # arch_id -> proposal index
 
     # -- ask / tell ------------------------------------------------------------------------
     def ask(self, slots: int = 1) -> list[Candidate]:
@@ -119,7 +120,7 @@ class Engine:
             checked = self._objectives.check(arch_id, candidate.proxies, values)
         self._results[arch_id] = checked
         self._pending.discard(arch_id)
-        self._frontier = None
+        self._extend_frontier(candidate, checked)
         self._on_told(candidate, checked)
         if not self._pending and len(self._candidates) >= self._max_evaluations:
             self._finish_reason = "budget"
@@ -198,6 +199,24 @@ class Engine:
             mask = self._objectives.front([{**c.proxies, **t} for c, t in pool])
             self._frontier = [c for (c, _), keep in zip(pool, mask, strict=True) if keep]
         return list(self._frontier)
+
+    def _extend_frontier(self, candidate: Candidate, told: dict[str, float] | None) -> None:
+        """Keep the cached frontier current with one more result, at the cost of the frontier
+        rather than the history: "dominated beyond the noise" is transitive with the same
+        widths for all, so whatever was off stays off, and a point the newcomer does not
+        beat is beaten by a frontier member if by anyone."""
+        if self._frontier is None or told is None:
+            return
+        if not self._objectives.feasible(candidate.proxies, told):
+            return
+        front = self._frontier
+        joins, stays = self._objectives.extend_front(
+            [{**c.proxies, **self._results[c.arch_id]} for c in front],
+            {**candidate.proxies, **told},
+        )
+        if joins:
+            kept = [c for c, keep in zip(front, stays, strict=True) if keep]
+            self._frontier = sorted([*kept, candidate], key=lambda c: self._order[c.arch_id])
 
     def history(self) -> list[HistoryRecord]:
         """What a store persists, in proposal order; `restore` rebuilds the engine from it."""
@@ -283,6 +302,7 @@ class Engine:
 
     # -- helpers ---------------------------------------------------------------------------
     def _add(self, candidate: Candidate) -> None:
+        self._order[candidate.arch_id] = len(self._candidates)
         self._candidates[candidate.arch_id] = candidate
         self._pending.add(candidate.arch_id)
 

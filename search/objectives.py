@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from archvocab.errors import InvalidSpec
 from archvocab.wire import OBJECTIVE_SENSE, Constraints
 from search.errors import InvalidResult
-from search.pareto import beyond_doubt, front_beyond_noise
+from search.pareto import beyond_doubt, dominated_by, front_beyond_noise
 
 
 def within_bounds(constraints: Constraints, values: Mapping[str, float | None]) -> bool:
@@ -117,9 +117,24 @@ class Objectives:
     def front(self, rows: Sequence[Mapping[str, float]]) -> NDArray[np.bool_]:
         """Which of `rows` (objective values) are not dominated beyond the tolerance."""
         nominal = minimised(self.names, rows)
-        widths = np.array([self._tolerance.get(name, 0.0) for name in self.names])
-        mask, _ = front_of(nominal, np.broadcast_to(widths, nominal.shape))
+        mask, _ = front_of(nominal, np.broadcast_to(self._widths(), nominal.shape))
         return mask
+
+    def extend_front(
+        self, front: Sequence[Mapping[str, float]], row: Mapping[str, float]
+    ) -> tuple[bool, NDArray[np.bool_]]:
+        """One more row beside a frontier `front` (as `front` gives it): (whether the row
+        joins it, which members stay). Dominated beyond the tolerance is transitive with
+        one width per objective, so this is `front` of the frontier and the row, at the
+        cost of one comparison per member."""
+        nominal = minimised(self.names, [*front, row])
+        low, high = _interval(nominal, np.broadcast_to(self._widths(), nominal.shape))
+        joins = not dominated_by(low[-1:], high[:-1])[0]
+        stays = ~dominated_by(low[:-1], high[-1:]) if joins else np.ones(len(front), dtype=bool)
+        return joins, stays
+
+    def _widths(self) -> NDArray:
+        return np.array([self._tolerance.get(name, 0.0) for name in self.names])
 
 
 def _checked_tolerance(tolerance: Mapping[str, float], names: Sequence[str]) -> dict[str, float]:

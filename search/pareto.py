@@ -135,15 +135,15 @@ def _sweep_blocked(pts: NDArray[np.float64]) -> NDArray[np.bool_]:
     front = np.empty((0, k))
     for start in range(0, n, _BLOCK):
         block = pts[start : start + _BLOCK]
-        dominated = _dominated_by(block, block)
+        dominated = dominated_by(block, block)
         for f in range(0, len(front), _FRONT_BLOCK):
-            dominated |= _dominated_by(block, front[f : f + _FRONT_BLOCK])
+            dominated |= dominated_by(block, front[f : f + _FRONT_BLOCK])
         kept[start : start + len(block)] = ~dominated
         front = np.concatenate([front, block[~dominated]])
     return kept
 
 
-def _dominated_by(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
+def dominated_by(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
     """For each row: does any of `others` dominate it?"""
     if len(others) == 0:
         return np.zeros(len(rows), dtype=bool)
@@ -157,12 +157,12 @@ def _dominated_by(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDA
 
 
 def _dominated_by_any(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """`_dominated_by` over any number of rows, a block at a time (bounded temporaries)."""
+    """`dominated_by` over any number of rows, a block at a time (bounded temporaries)."""
     out = np.zeros(len(rows), dtype=bool)
     for start in range(0, len(rows), _BLOCK):
         block = rows[start : start + _BLOCK]
         for f in range(0, len(others), _FRONT_BLOCK):
-            out[start : start + len(block)] |= _dominated_by(block, others[f : f + _FRONT_BLOCK])
+            out[start : start + len(block)] |= dominated_by(block, others[f : f + _FRONT_BLOCK])
     return out
 
 

@@ -7,6 +7,8 @@ import time
 import numpy as np
 import pytest
 
+from archvocab.wire import Constraints
+from search.objectives import Objectives
 from search.pareto import dominates, non_dominated_indices, non_dominated_mask
 
 
@@ -118,3 +120,22 @@ def test_20k_points_in_3d_is_fast(kind: str) -> None:
     sample = np.random.default_rng(8).choice(len(pts), 50, replace=False)
     for i in sample:  # spot-check against the definition
         assert mask[i] == (not is_dominated(pts, pts[i]))
+
+
+@pytest.mark.parametrize("widths", [(0.0, 0.0), (0.03, 0.01), (0.2, 0.1)])
+@pytest.mark.parametrize("seed", range(5))
+def test_a_frontier_extended_one_row_at_a_time_is_the_frontier_of_all_rows(widths, seed):
+    """`Objectives.extend_front` (what an engine does on each result) against `front` of
+    every row told so far, with and without a noise tolerance; rows on a coarse grid tie."""
+    names = ("decoder_params", "latency_ms", "memory_mb")
+    tolerance = {"latency_ms": widths[0], "memory_mb": widths[1]}
+    objectives = Objectives(names, Constraints(), tolerance)
+    rng = np.random.default_rng(seed)
+    rows, front = [], []  # front: indices into rows, in order
+    for _ in range(150):
+        row = dict(zip(names, rng.integers(1, 12, size=3).astype(float) * [1e6, 3, 20]))
+        joins, stays = objectives.extend_front([rows[i] for i in front], row)
+        rows.append(row)
+        if joins:
+            front = [i for i, keep in zip(front, stays) if keep] + [len(rows) - 1]
+        assert front == list(np.flatnonzero(objectives.front(rows))), len(rows)
