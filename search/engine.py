@@ -14,14 +14,18 @@ serialise access.
 
 from __future__ import annotations
 
+import bisect
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Self
+
+import numpy as np
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec, SearchSpace, parse_spec
 from archvocab.wire import Constraints, Population
 from search.errors import AlreadyTold, InvalidHistory, SearchError, UnknownCandidate
-from search.hypervolume import Normaliser
+from search.hypervolume import Normaliser, hypervolume
 from search.objectives import Objectives
 from search.records import PENDING, Candidate, HistoryRecord, Outcome, PendingType
 
@@ -74,6 +78,9 @@ class Engine:
         self._finish_reason: str | None = None
         self._frontier: list[Candidate] | None = None  # cache, extended on every tell
         self._order: dict[str, int] = {}  # arch_id -> proposal index
+        self._front_values = np.zeros((0, len(self._objectives.names)))  # `minimised`, cached
+        self._front_changes = 0  # counts changes of the cached frontier
+        self._front_volume: tuple[tuple[int, str], float] | None = None
 
     # -- ask / tell ------------------------------------------------------------------------
     def ask(self, slots: int = 1) -> list[Candidate]:
@@ -198,7 +205,30 @@ class Engine:
             pool = [(c, t) for c, t in self.measured() if self._objectives.feasible(c.proxies, t)]
             mask = self._objectives.front([{**c.proxies, **t} for c, t in pool])
             self._frontier = [c for (c, _), keep in zip(pool, mask, strict=True) if keep]
+            self._front_values = np.array(
+                [
+                    self._objectives.minimised(c.proxies, self._results[c.arch_id])
+                    for c in self._frontier
+                ],
+                dtype=float,
+            ).reshape(len(self._frontier), len(self.objectives))
+            self._front_changes += 1
         return list(self._frontier)
+
+    def frontier_hypervolume(self, normaliser: Normaliser) -> float:
+        """The hypervolume of `frontier()` under `normaliser`, computed again only when the
+        frontier or the normalisation changed (most results leave the frontier as it was)."""
+        front = self.frontier()
+        key = (self._front_changes, json.dumps(normaliser.to_dict(), sort_keys=True))
+        if self._front_volume is None or self._front_volume[0] != key:
+            if normaliser.objectives == self.objectives:
+                raw = self._front_values * self._objectives.signs  # `minimised` undone
+                points = normaliser.scale(raw)
+            else:
+                points = normaliser.points([self.objective_values(c.arch_id) for c in front])
+            volume = hypervolume(points) if front else 0.0
+            self._front_volume = (key, volume)
+        return self._front_volume[1]
 
     def _extend_frontier(self, candidate: Candidate, told: dict[str, float] | None) -> None:
         """Keep the cached frontier current with one more result, at the cost of the frontier
@@ -209,14 +239,16 @@ class Engine:
             return
         if not self._objectives.feasible(candidate.proxies, told):
             return
-        front = self._frontier
-        joins, stays = self._objectives.extend_front(
-            [{**c.proxies, **self._results[c.arch_id]} for c in front],
-            {**candidate.proxies, **told},
-        )
-        if joins:
-            kept = [c for c, keep in zip(front, stays, strict=True) if keep]
-            self._frontier = sorted([*kept, candidate], key=lambda c: self._order[c.arch_id])
+        row = self._objectives.minimised(candidate.proxies, told)
+        joins, stays = self._objectives.extend_front(self._front_values, row)
+        if joins:  # in proposal order, where the newcomer's index falls among the kept
+            kept = [c for c, keep in zip(self._frontier, stays, strict=True) if keep]
+            at = bisect.bisect(
+                [self._order[c.arch_id] for c in kept], self._order[candidate.arch_id]
+            )
+            self._frontier = [*kept[:at], candidate, *kept[at:]]
+            self._front_values = np.insert(self._front_values[stays], at, row, axis=0)
+            self._front_changes += 1
 
     def history(self) -> list[HistoryRecord]:
         """What a store persists, in proposal order; `restore` rebuilds the engine from it."""

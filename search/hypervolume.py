@@ -45,7 +45,11 @@ class Normaliser:
     def points(self, rows: Sequence[Mapping[str, float]]) -> NDArray[np.float64]:
         """An (n, k) array of normalised, minimised coordinates."""
         raw = np.array([[row[o] for o in self.objectives] for row in rows], dtype=float)
-        return (raw.reshape(len(rows), len(self.objectives)) - self._low) / self._span
+        return self.scale(raw.reshape(len(rows), len(self.objectives)))
+
+    def scale(self, raw: NDArray[np.float64]) -> NDArray[np.float64]:
+        """`points` of an (n, k) array of values in objective order."""
+        return (raw - self._low) / self._span
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         return {"ideal": dict(self.ideal), "reference": dict(self.reference)}

@@ -78,6 +78,8 @@ class Objectives:
             raise InvalidSpec("objectives", f"must not repeat, got {list(names)}")
         self.names: tuple[str, ...] = tuple(names)
         self.senses: dict[str, str] = {name: OBJECTIVE_SENSE[name] for name in names}
+        # -1 where `minimised` negates (a maximised objective), in objective order
+        self.signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in names])
         self._constraints = constraints
         self._tolerance = _checked_tolerance(tolerance or {}, self.names)
         self._bounds: dict[str, float] = constraints.hardware_bounds()
@@ -120,14 +122,12 @@ class Objectives:
         mask, _ = front_of(nominal, np.broadcast_to(self._widths(), nominal.shape))
         return mask
 
-    def extend_front(
-        self, front: Sequence[Mapping[str, float]], row: Mapping[str, float]
-    ) -> tuple[bool, NDArray[np.bool_]]:
-        """One more row beside a frontier `front` (as `front` gives it): (whether the row
-        joins it, which members stay). Dominated beyond the tolerance is transitive with
-        one width per objective, so this is `front` of the frontier and the row, at the
-        cost of one comparison per member."""
-        nominal = minimised(self.names, [*front, row])
+    def extend_front(self, front: NDArray, row: Sequence[float]) -> tuple[bool, NDArray[np.bool_]]:
+        """One more row beside a frontier (as `front` gives it; both as `minimised` values):
+        (whether the row joins it, which members stay). Dominated beyond the tolerance is
+        transitive with one width per objective, so this is `front` of the frontier and the
+        row, at the cost of one comparison per member."""
+        nominal = np.vstack([np.reshape(front, (-1, len(self.names))), [row]])
         low, high = _interval(nominal, np.broadcast_to(self._widths(), nominal.shape))
         joins = not dominated_by(low[-1:], high[:-1])[0]
         stays = ~dominated_by(low[:-1], high[-1:]) if joins else np.ones(len(front), dtype=bool)

@@ -18,5 +18,7 @@ class Services:
         self.store = store
         self.engines = EngineCache()
         self.results = ResultTables()
+        # Agents whose last claim to this process found no work (server.services.jobs.claim).
+        self.idle_agents: set[str] = set()
         # An engine a failed write told something is forgotten with the rollback.
         store.observe(self.engines)

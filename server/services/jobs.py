@@ -48,14 +48,25 @@ _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
 def claim(services: Services, agent_id: str) -> JobLease | None:
     """The next job this agent can measure, leased to it; None when there is none even after
-    the searches it could serve were asked for more. A claim that a read shows has nothing to
-    take writes nothing (`_nothing_to_take`)."""
-    if _nothing_to_take(services, agent_id):
+    the searches it could serve were asked for more. An agent whose last claim here found
+    nothing is first checked by a read (`_nothing_to_take`): an idle poll writes nothing,
+    and an agent with work pays for no extra read."""
+    idle = services.idle_agents
+    if agent_id in idle and _nothing_to_take(services, agent_id):
         return None
     lease = _take_queued(services.store, agent_id)
     if lease is None and _top_up(services, agent_id):
         lease = _take_queued(services.store, agent_id)
+    if lease is None:
+        if len(idle) >= _IDLE_KEPT:
+            idle.clear()
+        idle.add(agent_id)
+    else:
+        idle.discard(agent_id)
     return lease
+
+
+_IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one write
 
 
 def _servable(agent: AgentRow) -> ColumnElement[bool]:

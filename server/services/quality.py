@@ -93,8 +93,7 @@ def record_result(
                 engine.use_normaliser(normaliser(search))
         return
     if engine is not None:
-        values = [engine.objective_values(c.arch_id) for c in engine.frontier()]
-        row.hypervolume = hypervolume(norm.points(values)) if values else 0.0
+        row.hypervolume = engine.frontier_hypervolume(norm)
 
 
 def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:

@@ -23,6 +23,7 @@ from search_factories import (
 from archvocab.errors import InvalidSpec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params
+from search.hypervolume import Normaliser, hypervolume
 from search.noise import METRICS
 
 
@@ -168,6 +169,27 @@ def test_with_a_tolerance_only_points_dominated_beyond_it_leave_the_frontier() -
     front = [c.arch_id for c in engine.frontier()]
     assert front == expected
     assert set(front) > exact  # the noise keeps nominally dominated points
+
+
+@pytest.mark.parametrize("tolerance", [None, {"latency_ms": 0.05, "memory_mb": 0.05}])
+def test_the_frontier_hypervolume_is_that_of_the_frontier_as_told(tolerance) -> None:
+    """What the server stores with each result, kept by the engine between results: after
+    every tell, the hypervolume of the frontier's objective values."""
+    engine = make_engine(max_evaluations=60, tolerance=tolerance)
+    norm = Normaliser(
+        engine.objectives,
+        ideal={"decoder_params": 2e7, "latency_ms": 0.0, "memory_mb": 0.0},
+        reference={"decoder_params": 0.0, "latency_ms": 400.0, "memory_mb": 2000.0},
+    )
+    volumes = []
+    while batch := engine.ask():
+        for candidate in batch:
+            engine.tell(candidate.arch_id, measure(candidate.spec))
+            front = [engine.objective_values(c.arch_id) for c in engine.frontier()]
+            expected = hypervolume(norm.points(front))
+            assert engine.frontier_hypervolume(norm) == pytest.approx(expected, rel=1e-12)
+            volumes.append(expected)
+    assert volumes[-1] > volumes[0] > 0
 
 
 def test_a_tolerance_must_be_a_non_negative_number() -> None:

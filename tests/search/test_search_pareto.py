@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from archvocab.wire import Constraints
-from search.objectives import Objectives
+from search.objectives import Objectives, minimised
 from search.pareto import dominates, non_dominated_indices, non_dominated_mask
 
 
@@ -134,7 +134,8 @@ def test_a_frontier_extended_one_row_at_a_time_is_the_frontier_of_all_rows(width
     rows, front = [], []  # front: indices into rows, in order
     for _ in range(150):
         row = dict(zip(names, rng.integers(1, 12, size=3).astype(float) * [1e6, 3, 20]))
-        joins, stays = objectives.extend_front([rows[i] for i in front], row)
+        values = minimised(names, [rows[i] for i in front] + [row])
+        joins, stays = objectives.extend_front(values[:-1], values[-1])
         rows.append(row)
         if joins:
             front = [i for i, keep in zip(front, stays) if keep] + [len(rows) - 1]
