@@ -117,21 +117,28 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
         requeue_expired(session, now, store.row_locks)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
         query = (
-            select(CandidateRow.id)
+            select(CandidateRow.id, CandidateRow.round)
             .join(SearchRow, SearchRow.id == CandidateRow.search_id)
             .where(CandidateRow.status == JobStatus.QUEUED, _servable(agent))
             .order_by(CandidateRow.id)
             .limit(1)
         )
-        others = _others_online(store, session, agent, now)
-        if others:
-            query = query.where(~_measured_by(agent_id, others))
         if store.row_locks:
             query = query.with_for_update(of=CandidateRow, skip_locked=True)
+        others: set[tuple[str, str]] | None = None  # read only when a re-measurement comes up
         for _ in range(_CLAIM_RACES + 1):
-            job_id = session.scalar(query)
-            if job_id is None:
+            picked = session.execute(query).first()
+            if picked is not None and picked.round > 0 and others is None:
+                # A re-measurement may be left to another agent (`_measured_by`): the rule
+                # only removes re-measurements, so a first measurement picked without it
+                # is what it would pick too.
+                others = _others_online(store, session, agent, now)
+                if others:
+                    query = query.where(~_measured_by(agent_id, others))
+                    picked = session.execute(query).first()
+            if picked is None:
                 return None
+            job_id = picked.id
             lease_id = uuid.uuid4().hex
             won = session.execute(
                 update(CandidateRow)
