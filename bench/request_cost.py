@@ -6,8 +6,10 @@ and drives it as one agent would: claim, report a synthetic measurement, again. 
 - over HTTP, through Starlette's TestClient: the process CPU time (all threads) per claim +
   result is the server's work plus the test client's, and an upper bound on the server's;
 - through the service functions the routes call (`server.services.jobs.claim`,
-  `submit_result`): the server's work without HTTP, JSON and validation, profiled with
-  cProfile (the routes run in worker threads, out of the profiler's sight).
+  `submit_result`, and `server.services.arrivals.settle`, which the result route runs once
+  its answer has gone): the server's work without HTTP, JSON and validation, the requests
+  apart from the settle, profiled with cProfile (the routes run in worker threads, out of
+  the profiler's sight).
 
 The SQL statements per cycle are counted (writes apart). Idle claims, with nothing queued,
 are timed and counted the same way.
@@ -40,7 +42,7 @@ from bench.machine import commit, machine
 from bench.script import command_line, write_json
 from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
 from server.app.factory import create_app
-from server.services import jobs
+from server.services import arrivals, jobs
 from server.settings import Settings
 
 
@@ -104,8 +106,10 @@ def _timed(n: int, step) -> tuple[list[float], int]:
     return cpu, worked
 
 
-def _direct(services: Any, agent_id: str) -> bool:
-    """`Agent.cycle` through the service functions, without HTTP."""
+def _direct(services: Any, agent_id: str, settling: list[float] | None = None) -> bool:
+    """`Agent.cycle` through the service functions, without HTTP: the claim, the result and
+    then, as the route does once its answer has gone, telling the search (`settle`); the
+    CPU of that last step goes to `settling` as well."""
     lease = jobs.claim(services, agent_id)
     if lease is None:
         return False
@@ -114,7 +118,11 @@ def _direct(services: Any, agent_id: str) -> bool:
         "lease_id": lease.lease_id,
         "measurement": synthetic_measurement(lease.spec),
     }
-    jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
+    _, search_id = jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
+    start = time.process_time()
+    arrivals.settle(services, search_id)
+    if settling is not None:
+        settling.append((time.process_time() - start) * 1000)
     return True
 
 
@@ -136,7 +144,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             per_cycle = {"reads": statements.reads / args.cycles}
             per_cycle["writes"] = statements.writes / args.cycles
             services = app.state.services
-            direct, _ = _timed(args.cycles, lambda: _direct(services, agent.id))
+            settling: list[float] = []
+            direct, _ = _timed(args.cycles, lambda: _direct(services, agent.id, settling))
+            requests = [d - t for d, t in zip(direct, settling, strict=True)]
             profile = cProfile.Profile()
             profile.enable()
             for _ in range(args.profile):
@@ -162,6 +172,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "worked": worked,
         "cycle_cpu_ms": _summary(busy),
         "cycle_services_cpu_ms": _summary(direct),
+        # the claim's and the result's requests alone, and the settle after the answer
+        "cycle_requests_cpu_ms": _summary(requests),
+        "cycle_settle_cpu_ms": _summary(settling),
         "cycle_statements": per_cycle,
         "idle_claim_cpu_ms": _summary(idle),
         "idle_claim_statements": idle_statements,
@@ -199,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['cycle_statements']}"
     )
     print(f"claim + result, services only: CPU median {d['median']:.2f} ms, p90 {d['p90']:.2f}")
+    r, t = result["cycle_requests_cpu_ms"], result["cycle_settle_cpu_ms"]
+    print(
+        f"  of which the two requests: median {r['median']:.2f} ms, p90 {r['p90']:.2f}; telling "
+        f"the search after the answer: median {t['median']:.2f} ms, p90 {t['p90']:.2f}"
+    )
     print(
         f"idle claim: CPU median {i['median']:.2f} ms; statements {result['idle_claim_statements']}"
     )

@@ -3,12 +3,12 @@ ends it. Each needs the agent's own credential."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Request, Response
 
 from archvocab.wire import API_PREFIX, JobLease, JobResult, LeaseRef, LeaseStatus, ResultReceipt
 from server.api.deps import AgentCaller, AgentId, JobId, services_of, store_of
 from server.api.responses import AUTH_ERRORS, CONFLICT
-from server.services import jobs
+from server.services import arrivals, jobs
 
 router = APIRouter(prefix=API_PREFIX)
 
@@ -36,10 +36,14 @@ def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller)
     "/jobs/{job_id}/result", response_model=ResultReceipt, responses={**AUTH_ERRORS, **CONFLICT}
 )
 def submit_result(
-    job_id: JobId, body: JobResult, request: Request, who: AgentCaller
+    job_id: JobId, body: JobResult, request: Request, who: AgentCaller, after: BackgroundTasks
 ) -> ResultReceipt:
     """Accepted once per job: a repeated submission (a retry after a timeout) is answered
     as a duplicate and changes nothing; see server.services.jobs.submit_result for late
-    results."""
+    results. The search hears of the result once the answer has gone (`arrivals.settle`)."""
     who.may_act_for(body.agent_id)
-    return jobs.submit_result(services_of(request), job_id, body)
+    services = services_of(request)
+    receipt, search_id = jobs.submit_result(services, job_id, body)
+    if search_id is not None:
+        after.add_task(arrivals.settle_after_answer, services, search_id)
+    return receipt

@@ -26,7 +26,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        async with lease_schedule(store):
+        async with lease_schedule(services):
             yield
         store.close()
 

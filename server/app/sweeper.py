@@ -1,6 +1,8 @@
-"""The schedule that requeues expired leases (server.services.leases.requeue_stale): one task
-per server process, started and stopped with the app. Several processes sharing a database
-each run one; the requeue is a conditional update, so whichever comes first does it."""
+"""The schedule that requeues expired leases (server.services.leases.requeue_stale) and tells
+searches the results left waiting (server.services.arrivals.settle_waiting): one task per
+server process, started and stopped with the app. Several processes sharing a database each
+run one; the requeue is a conditional update and a settle locks its search, so whichever
+comes first does it."""
 
 from __future__ import annotations
 
@@ -11,30 +13,32 @@ from collections.abc import AsyncIterator
 
 from anyio import to_thread
 
+from server.services.arrivals import settle_waiting
+from server.services.context import Services
 from server.services.leases import requeue_stale, sweep_interval
-from server.store.store import Store
 
 log = logging.getLogger("hwnas.leases")
 
 
-async def requeue_on_schedule(store: Store) -> None:
-    """Every sweep interval, requeue what expired; a failed pass (the database away) is
-    logged and the next one tries again."""
-    interval = sweep_interval(store.settings)
+async def requeue_on_schedule(services: Services) -> None:
+    """Every sweep interval, requeue what expired and settle what waits; a failed pass (the
+    database away) is logged and the next one tries again."""
+    interval = sweep_interval(services.store.settings)
     while True:
         await asyncio.sleep(interval)
         try:
             # In a worker thread: the pass is a blocking database transaction.
-            await to_thread.run_sync(requeue_stale, store)
+            await to_thread.run_sync(requeue_stale, services.store)
+            await to_thread.run_sync(settle_waiting, services)
         except Exception:
-            log.exception("requeueing expired leases failed; trying again in %.1f s", interval)
+            log.exception("the sweep failed; trying again in %.1f s", interval)
 
 
 @contextlib.asynccontextmanager
-async def lease_schedule(store: Store) -> AsyncIterator[None]:
+async def lease_schedule(services: Services) -> AsyncIterator[None]:
     """Run the schedule for the with-block (the app's lifespan). On exit a pass under way
     finishes first (anyio waits for its thread), so the store closes after it."""
-    task = asyncio.create_task(requeue_on_schedule(store), name="requeue-expired-leases")
+    task = asyncio.create_task(requeue_on_schedule(services), name="requeue-expired-leases")
     try:
         yield
     finally:

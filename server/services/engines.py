@@ -160,6 +160,7 @@ def _history(search: SearchRow) -> Select:
             MeasurementRow.peak_memory_mb,
             MeasurementRow.result["proxies"],
             CandidateRow.arch_id,
+            CandidateRow.result_seq,
         )
         .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
         .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
@@ -169,8 +170,9 @@ def _history(search: SearchRow) -> Select:
 
 
 def _record(row: Row) -> tuple[dict, int, Outcome]:
-    spec, generation, status, latency, memory, proxies, _ = row
-    if status not in (JobStatus.MEASURED, JobStatus.FAILED):
+    spec, generation, status, latency, memory, proxies, _, told_as = row
+    # A result still waiting in `arrivals` (no number yet) is not the engine's yet either.
+    if status not in (JobStatus.MEASURED, JobStatus.FAILED) or told_as is None:
         return spec, generation, PENDING
     if status == JobStatus.FAILED or latency is None:
         return spec, generation, None

@@ -34,14 +34,15 @@ from archvocab.wire import (
 from search.noise import reference_architecture
 from server.errors import Conflict, NotFound
 from server.services.agents import capabilities, capabilities_of, recently_seen, seen
+from server.services.arrivals import arrive, settle_in, waiting_for
 from server.services.context import Services
 from server.services.events import log_event
 from server.services.leases import any_expired, requeue_expired
-from server.services.searches import advance, live_agents, tell
+from server.services.searches import advance, measuring_slots
 from server.settings import as_utc
 from server.store.cache import new_measurement
 from server.store.rows import AgentRow, CandidateRow, LeaseRow, SearchRow
-from server.store.store import Store, get_search
+from server.store.store import Store
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
@@ -55,7 +56,10 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
     if agent_id in idle and _nothing_to_take(services, agent_id):
         return None
     lease = _take_queued(services.store, agent_id)
-    if lease is None and _top_up(services, agent_id):
+    if lease is None:
+        # Results may wait to be told, or a proposal round may be under way in another
+        # thread: either leaves work queued once this returns.
+        _top_up(services, agent_id)
         lease = _take_queued(services.store, agent_id)
     if lease is None:
         if len(idle) >= _IDLE_KEPT:
@@ -105,7 +109,9 @@ def _nothing_to_take(services: Services, agent_id: str) -> bool:
         )
         if session.scalar(queued) is not None:
             return False
-        slots = live_agents(store, session, agent.device_class)
+        if session.scalar(select(waiting_for(servable))):
+            return False  # a result its searches have not been told of yet
+        slots = measuring_slots(store, session, agent.device_class)
         searches = session.execute(select(SearchRow.id, SearchRow.revision).where(servable))
         return all(services.engines.known_idle(i, revision, slots) for i, revision in searches)
 
@@ -204,23 +210,20 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(CandidateRow.round > 0, mine, runnable)
 
 
-def _top_up(services: Services, agent_id: str) -> bool:
-    """Let every running search this agent could serve propose for the free slots (strategies
-    without a generation barrier propose per free agent: this may be the one they have not
-    proposed for yet). A search another process is busy with is skipped, not waited for.
-    True when anything was proposed."""
+def _top_up(services: Services, agent_id: str) -> None:
+    """Let every running search this agent could serve hear the results waiting for it
+    (`server.services.arrivals`) and propose for the free slots (strategies without a
+    generation barrier propose per free agent: this may be the one they have not proposed
+    for yet). A search another process is busy with is skipped, not waited for."""
     with services.store.write() as session:
         store = services.store
         agent = seen(session, agent_id, store.now(), store.settings.lease_seconds)
         query = select(SearchRow).where(_servable(agent))
         if services.store.row_locks:
             query = query.with_for_update(skip_locked=True)
-        proposed = False
         for search in session.scalars(query).all():
-            before = search.revision
+            settle_in(services, session, search)
             advance(services, session, search)
-            proposed = proposed or search.revision != before
-        return proposed
 
 
 def _lease(
@@ -347,23 +350,19 @@ def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
     return True
 
 
-def submit_result(services: Services, job_id: int, result: JobResult) -> ResultReceipt:
-    """Record a job's measurement or failure, exactly once (see `_admit`), and let the search
-    go on. Writes to one search take turns: its row is locked first (PostgreSQL), then the job."""
-    with services.store.write() as session:
+def submit_result(
+    services: Services, job_id: int, result: JobResult
+) -> tuple[ResultReceipt, int | None]:
+    """Record a job's measurement or failure, exactly once (see `_admit`), for its search to
+    be told of it afterwards: returns the receipt and the search to `settle` (None for a
+    duplicate). Only the job's row is locked: the search's engine is not touched here."""
+    with services.store.write_rows() as session:
         now = services.store.now()
-        search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
-        if search_id is None:
-            raise NotFound("job", job_id)
-        search = get_search(session, search_id, lock=True)
         row = _job(session, job_id, services.store.row_locks)
+        search = session.get(SearchRow, row.search_id)
         agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds)
         if not _admit(session, row, result):
-            return ResultReceipt(job_id=job_id, accepted=True, duplicate=True)
-        # Load (or rebuild) the engine before this row changes, so it replays the job as pending.
-        engine = (
-            services.engines.get(session, search) if search.status == SearchStatus.RUNNING else None
-        )
+            return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
         row.agent_id, row.result_lease_id = result.agent_id, result.lease_id
         missing = _missing_proxies(search, result)
@@ -383,10 +382,7 @@ def submit_result(services: Services, job_id: int, result: JobResult) -> ResultR
             row.status = JobStatus.FAILED
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
-        session.flush()
-        tell(services, session, search, row, engine)
-        if engine is not None:
-            advance(services, session, search)
+        arrive(session, search, row)
     log_event(
         "job.result",
         job_id=job_id,
@@ -395,4 +391,4 @@ def submit_result(services: Services, job_id: int, result: JobResult) -> ResultR
         status=row.status,
         failure_kind=row.failure_kind,
     )
-    return ResultReceipt(job_id=job_id, accepted=True)
+    return ResultReceipt(job_id=job_id, accepted=True), row.search_id

@@ -75,12 +75,26 @@ def live_agents(store: Store, session: Session, device_class: str) -> int:
     return max(1, live or 0)
 
 
+# Proposals kept queued beyond the live agents, as a share of them: an agent that reports a
+# result finds its next job already queued, rather than waiting for a proposal round (which
+# runs after the result's answer: server.services.arrivals). A small share, because a
+# proposal made earlier knows fewer results; below 1 / QUEUE_AHEAD agents, none.
+QUEUE_AHEAD = 0.05
+
+
+def measuring_slots(store: Store, session: Session, device_class: str) -> int:
+    """How many of a search's candidates may be queued or measuring at once: its live agents
+    (`live_agents`) and `QUEUE_AHEAD` of them more."""
+    live = live_agents(store, session, device_class)
+    return live + int(live * QUEUE_AHEAD)
+
+
 def advance(services: Services, session: Session, search: SearchRow) -> None:
     """Ask the engine for what to measure next; finish the search when the engine is done."""
     if search.status != SearchStatus.RUNNING:
         return
     engine = services.engines.get(session, search)
-    slots = live_agents(services.store, session, search.device_class)
+    slots = measuring_slots(services.store, session, search.device_class)
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
     while batch := engine.ask(slots):

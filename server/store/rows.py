@@ -160,6 +160,17 @@ class AgentRow(Base):
     )
 
 
+class ArrivalRow(Base):
+    """A result recorded and not yet told to its search (server.services.arrivals): the
+    result request only stores it, and its search's engine hears of it afterwards, off the
+    request, in the order results arrived (the `id`)."""
+
+    __tablename__ = "arrivals"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    search_id: Mapped[int] = mapped_column(ForeignKey("searches.id"), index=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("candidates.id"), unique=True)
+
+
 class LeaseRow(Base):
     """Every lease ever issued: proves that a late result comes from an agent that was given
     the job, after its lease expired and the job went to another agent or back to the queue."""

@@ -1,0 +1,100 @@
+"""Results are told to their search after the result request (server.services.arrivals): the
+same results in the same order give the same search however late the telling, and results a
+stopped server left untold are told by the next claim or by the schedule."""
+
+from __future__ import annotations
+
+from archvocab.wire import JobResult
+from server.services import arrivals, jobs
+from tests.factories import register, search_request, synthetic_measurement
+
+AGENTS = 3
+
+
+def _report(services, agent: str, lease) -> int:
+    body = {
+        "agent_id": agent,
+        "lease_id": lease.lease_id,
+        "measurement": synthetic_measurement(lease.spec),
+    }
+    receipt, search_id = jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
+    assert receipt.accepted and not receipt.duplicate
+    return search_id
+
+
+def _run(client, settle_each: bool) -> list[str]:
+    """A hwnas search measured by three agents in rounds: each claims, then all report in
+    the same order; the search is told after each result, or only before the next claims."""
+    request = search_request(
+        strategy="hwnas",
+        budget={"max_evaluations": 24},
+        population={"initial": 6, "parents": 2, "mutations": 2, "crossovers": 2},
+    )
+    client.post("/api/v1/searches", json=request).raise_for_status()
+    agents = [register(client) for _ in range(AGENTS)]
+    services = client.app.state.services
+    while True:
+        leases = [(a, jobs.claim(services, a)) for a in agents]
+        leases = [(a, lease) for a, lease in leases if lease is not None]
+        if not leases:
+            break
+        for agent, lease in leases:
+            search_id = _report(services, agent, lease)
+            if settle_each:
+                assert arrivals.settle(services, search_id) == 1
+        if not settle_each:
+            assert arrivals.settle(services, search_id) == len(leases)
+    search = client.get("/api/v1/searches/1").json()
+    assert search["status"] == "finished"
+    candidates = client.get("/api/v1/searches/1/candidates").json()
+    assert len(candidates) == 24
+    return [c["arch_id"] for c in candidates]
+
+
+def test_telling_the_results_late_and_together_proposes_the_same_search(make_client):
+    at_once = _run(make_client("each.db"), settle_each=True)
+    together = _run(make_client("together.db"), settle_each=False)
+    assert together == at_once
+
+
+def test_a_result_is_told_only_after_its_request_and_in_arrival_order(client):
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()
+    agent, other = register(client), register(client)
+    services = client.app.state.services
+    first, second = jobs.claim(services, agent), jobs.claim(services, other)
+    _report(services, other, second)  # the later claim reports first
+    _report(services, agent, first)
+    points = client.get("/api/v1/searches/1/points").json()
+    assert points["rows"] == []  # recorded, not yet told: no result number
+    assert arrivals.settle(services, 1) == 2
+    rows = client.get("/api/v1/searches/1/points").json()["rows"]
+    assert [row[:2] for row in rows] == [[second.arch_id, 1], [first.arch_id, 2]]
+    assert arrivals.settle(services, 1) == 0  # told once
+
+
+def test_results_a_stopped_server_left_untold_are_told_by_the_next_claim(make_client):
+    before = make_client("stopped.db")
+    before.post("/api/v1/searches", json=search_request()).raise_for_status()
+    agent = register(before)
+    services = before.app.state.services
+    leases = [jobs.claim(services, agent) for _ in range(4)]  # LTS's first 4, no more yet
+    assert jobs.claim(services, agent) is None
+    for lease in leases:  # recorded, and the server stops before telling the search
+        _report(services, agent, lease)
+    after = make_client("stopped.db")
+    claimed = after.post(f"/api/v1/agents/{agent}/claim")
+    assert claimed.status_code == 200, claimed.text  # the 4 results made the next generation
+    assert after.get("/api/v1/searches/1/points").json()["last"] == 4
+
+
+def test_the_schedule_tells_a_cancelled_search_its_last_results(client):
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()
+    agent = register(client)
+    services = client.app.state.services
+    lease = jobs.claim(services, agent)
+    client.post("/api/v1/searches/1/cancel").raise_for_status()
+    _report(services, agent, lease)  # a running job may still report after a cancel
+    assert arrivals.settle_waiting(services) == 1
+    rows = client.get("/api/v1/searches/1/points").json()["rows"]
+    assert [row[0] for row in rows] == [lease.arch_id]
+    assert arrivals.settle_waiting(services) == 0
