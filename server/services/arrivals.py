@@ -6,9 +6,10 @@ screening, the frontier, the hypervolume) and runs after the answer has gone (th
 background task), or in the next claim that finds nothing queued (a server that stopped in
 between leaves the arrivals for that claim).
 
-The engine hears of results in the order they arrived (the arrival ids), each followed by a
-proposal round, as when the request did both: the same results in the same order give the
-same search, however the settling was timed. Until then the result is pending to the engine
+The engine hears of results in the order they arrived (the arrival ids), each told and then
+followed by a proposal round, the same steps in the same order wherever the telling runs
+(`_hear`, then `_record`): the same results in the same order give the same search, however
+the settling was timed. Until then the result is pending to the engine
 (`server.services.engines` reads a finished row without a result number as pending).
 """
 
@@ -20,8 +21,11 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import SearchStatus
+from search.engine import Engine
+from search.records import Candidate
 from server.services.context import Services
-from server.services.searches import advance, tell
+from server.services.engines import measured_values
+from server.services.searches import advance, measuring_slots, recorded
 from server.store.rows import ArrivalRow, CandidateRow, SearchRow
 from server.store.store import get_search
 
@@ -34,12 +38,44 @@ def arrive(session: Session, search: SearchRow, row: CandidateRow) -> None:
 
 
 def settle(services: Services, search_id: int) -> int:
-    """Tell the search the results that arrived for it, in order; returns how many."""
+    """Tell the search the results that arrived for it, in order; returns how many.
+
+    The strategy's proposal round after each result (`Engine.ask`, tens of milliseconds for
+    strategy hwnas) runs outside the store's write lock, so that claims and results go on
+    meanwhile; the result's number and the proposals are then written in one transaction,
+    if nothing moved the search in between (another process, a cancel): else the engine,
+    which heard what the rows do not say, is dropped and the result told again from the
+    rows. The search's engine lock keeps this process's other threads off the engine."""
     with services.store.read() as session:  # under load, an earlier settle took them all
         if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
             return 0
-    with services.store.write() as session:
-        return settle_in(services, session, get_search(session, search_id, lock=True))
+    told = 0
+    with services.engines.lock(search_id):
+        while True:
+            with services.store.write() as session:  # short: what comes next
+                search = get_search(session, search_id, lock=True)
+                arrival = _next(session, search)
+                if arrival is None:
+                    return told
+                row = session.get(CandidateRow, arrival.job_id)
+                engine, slots = _engine(services, session, search)
+                revision, arrival_id = search.revision, arrival.id
+            try:
+                asked = _hear(engine, row, slots)  # the costly part, outside the write lock
+                with services.store.write() as session:
+                    search = get_search(session, search_id, lock=True)
+                    arrival = session.get(ArrivalRow, arrival_id)
+                    if arrival is None or search.revision != revision:
+                        services.engines.drop(search_id)
+                        continue  # told again, from the rows as they are now
+                    if engine is not None and services.engines.get(session, search) is not engine:
+                        services.engines.drop(search_id)  # another thread's rollback dropped it
+                        continue
+                    _record(services, session, search, arrival, engine, asked)
+                    told += 1
+            except BaseException:
+                services.engines.drop(search_id)  # it may have heard what no row says
+                raise
 
 
 def settle_after_answer(services: Services, search_id: int) -> None:
@@ -60,21 +96,54 @@ def settle_waiting(services: Services) -> int:
 
 
 def settle_in(services: Services, session: Session, search: SearchRow) -> int:
-    """`settle` inside the caller's write transaction, the search's row locked."""
-    waiting = session.scalars(
-        select(ArrivalRow).where(ArrivalRow.search_id == search.id).order_by(ArrivalRow.id)
-    ).all()
-    for arrival in waiting:
+    """`settle` inside the caller's write transaction, the search's row locked and its engine
+    lock held (a claim that found nothing queued)."""
+    told = 0
+    while (arrival := _next(session, search)) is not None:
         row = session.get(CandidateRow, arrival.job_id)
-        session.delete(arrival)
-        running = search.status == SearchStatus.RUNNING
-        engine = services.engines.get(session, search) if running else None
-        tell(services, session, search, row, engine)
-        if engine is not None:
-            advance(services, session, search)
-    if waiting:
-        session.flush()
-    return len(waiting)
+        engine, slots = _engine(services, session, search)
+        _record(services, session, search, arrival, engine, _hear(engine, row, slots))
+        told += 1
+    return told
+
+
+def _next(session: Session, search: SearchRow) -> ArrivalRow | None:
+    query = select(ArrivalRow).where(ArrivalRow.search_id == search.id)
+    return session.scalars(query.order_by(ArrivalRow.id).limit(1)).first()
+
+
+def _engine(services: Services, session: Session, search: SearchRow) -> tuple[Engine | None, int]:
+    """The running search's engine and measuring slots; (None, 0) for a search that stopped."""
+    if search.status != SearchStatus.RUNNING:
+        return None, 0
+    slots = measuring_slots(services.store, session, search.device_class)
+    return services.engines.get(session, search), slots
+
+
+def _hear(engine: Engine | None, row: CandidateRow, slots: int) -> list[Candidate] | None:
+    """The engine's side of a result, in this order wherever it runs: told (a first
+    measurement), then asked for its next proposals."""
+    if engine is None:
+        return None
+    if row.round == 0:
+        engine.tell(row.arch_id, measured_values(row))
+    return engine.ask(slots)
+
+
+def _record(
+    services: Services,
+    session: Session,
+    search: SearchRow,
+    arrival: ArrivalRow,
+    engine: Engine | None,
+    asked: list[Candidate] | None,
+) -> None:
+    """The rows' side: the arrival gone, the result numbered, the proposals queued."""
+    row = session.get(CandidateRow, arrival.job_id)
+    session.delete(arrival)
+    recorded(services, session, search, row, engine)
+    if engine is not None:
+        advance(services, session, search, asked)
 
 
 def waiting_for(searches: ColumnElement[bool]) -> ColumnElement[bool]:

@@ -7,6 +7,8 @@ engine another process moved past catches up on the new rows alone.
 
 from __future__ import annotations
 
+import threading
+
 from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
 
@@ -76,6 +78,9 @@ class EngineCache:
         # search id -> (revision, measuring slots) at which it was last asked for proposals
         # and had none to give: asked again then, it would give none (`known_idle`).
         self._idle: dict[int, tuple[int, int]] = {}
+        # search id -> the lock a thread holds while it uses the search's engine outside the
+        # store's write lock (a proposal round: server.services.arrivals.settle)
+        self._locks: dict[int, threading.Lock] = {}
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
         self.catch_ups = 0  # stale engines brought up to date from the new rows only
 
@@ -106,6 +111,12 @@ class EngineCache:
             self.restores += 1
         self._engines[search.id] = (engine, search.revision)
         return engine
+
+    def lock(self, search_id: int) -> threading.Lock:
+        """The search's engine lock: whoever uses its engine outside the store's write lock
+        holds it; whoever uses it inside the write lock must get it without waiting (or
+        leave the search alone), so that no thread waits for one lock holding the other."""
+        return self._locks.setdefault(search_id, threading.Lock())
 
     def idle(self, search_id: int, revision: int, slots: int) -> None:
         """The search, asked at `revision` with `slots` measuring slots, proposes no more."""

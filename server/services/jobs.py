@@ -12,6 +12,7 @@ if the job has no result yet.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import datetime, timedelta
 
@@ -58,9 +59,14 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
     lease = _take_queued(services.store, agent_id)
     if lease is None:
         # Results may wait to be told, or a proposal round may be under way in another
-        # thread: either leaves work queued once this returns.
-        _top_up(services, agent_id)
+        # thread (`busy`): either leaves work queued once done.
+        busy = _top_up(services, agent_id)
         lease = _take_queued(services.store, agent_id)
+        if lease is None and busy:
+            for lock in busy:
+                if lock.acquire(timeout=_ROUND_WAIT_S):
+                    lock.release()
+            lease = _take_queued(services.store, agent_id)
     if lease is None:
         if len(idle) >= _IDLE_KEPT:
             idle.clear()
@@ -71,6 +77,10 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
 
 
 _IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one write
+# How long a claim that found nothing waits for a proposal round under way in another thread
+# (server.services.arrivals.settle) before it answers "no work": one round of the costliest
+# strategy is well inside it, and an agent told "no work" waits its poll interval instead.
+_ROUND_WAIT_S = 2.0
 
 
 def _servable(agent: AgentRow) -> ColumnElement[bool]:
@@ -210,11 +220,13 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(CandidateRow.round > 0, mine, runnable)
 
 
-def _top_up(services: Services, agent_id: str) -> None:
+def _top_up(services: Services, agent_id: str) -> list[threading.Lock]:
     """Let every running search this agent could serve hear the results waiting for it
     (`server.services.arrivals`) and propose for the free slots (strategies without a
     generation barrier propose per free agent: this may be the one they have not proposed
-    for yet). A search another process is busy with is skipped, not waited for."""
+    for yet). A search another process or thread is busy with is skipped, not waited for;
+    returns the engine locks of those this process's other threads hold."""
+    busy: list[threading.Lock] = []
     with services.store.write() as session:
         store = services.store
         agent = seen(session, agent_id, store.now(), store.settings.lease_seconds)
@@ -222,8 +234,16 @@ def _top_up(services: Services, agent_id: str) -> None:
         if services.store.row_locks:
             query = query.with_for_update(skip_locked=True)
         for search in session.scalars(query).all():
-            settle_in(services, session, search)
-            advance(services, session, search)
+            lock = services.engines.lock(search.id)
+            if not lock.acquire(blocking=False):
+                busy.append(lock)
+                continue
+            try:
+                settle_in(services, session, search)
+                advance(services, session, search)
+            finally:
+                lock.release()
+    return busy
 
 
 def _lease(

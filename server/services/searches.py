@@ -16,6 +16,7 @@ from archvocab.wire import (
     SearchStatus,
 )
 from search.engine import Engine
+from search.records import Candidate
 from server.services import availability, quality, remeasure
 from server.services.availability import Fleet
 from server.services.context import Services
@@ -89,18 +90,23 @@ def measuring_slots(store: Store, session: Session, device_class: str) -> int:
     return live + int(live * QUEUE_AHEAD)
 
 
-def advance(services: Services, session: Session, search: SearchRow) -> None:
-    """Ask the engine for what to measure next; finish the search when the engine is done."""
+def advance(
+    services: Services, session: Session, search: SearchRow, asked: list[Candidate] | None = None
+) -> None:
+    """Ask the engine for what to measure next (`asked`: what it proposed just before, outside
+    this transaction: server.services.arrivals); finish the search when the engine is done."""
     if search.status != SearchStatus.RUNNING:
         return
     engine = services.engines.get(session, search)
     slots = measuring_slots(services.store, session, search.device_class)
+    batch = engine.ask(slots) if asked is None else asked
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
-    while batch := engine.ask(slots):
+    while batch:
         services.engines.changed(search)
         for row in enqueue(session, search, batch, services.store.now()):
             tell(services, session, search, row, engine)
+        batch = engine.ask(slots)
     if engine.finished and not remeasure.queue(services.results, session, search, slots):
         search.status = SearchStatus.FINISHED
         search.finish_reason = engine.finish_reason
@@ -122,11 +128,24 @@ def tell(
     the cache had it: the engine (when the search still runs) is told its values, and the
     result is numbered and scored. A re-measurement (round > 0) is the search's business,
     not the engine's: it is not told."""
+    if engine is not None and row.round == 0:
+        engine.tell(row.arch_id, measured_values(row))
+    recorded(services, session, search, row, engine)
+
+
+def recorded(
+    services: Services,
+    session: Session,
+    search: SearchRow,
+    row: CandidateRow,
+    engine: Engine | None,
+) -> None:
+    """The rows' side of `tell`, for a result the engine (if any) has heard already: a new
+    revision, and the result numbered and scored."""
     if row.round > 0:  # a new revision all the same: it may let the search finish
         services.engines.changed(search)
         return
     if engine is not None:
-        engine.tell(row.arch_id, measured_values(row))
         services.engines.changed(search)
     quality.record_result(session, search, row, engine)
 

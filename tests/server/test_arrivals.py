@@ -4,6 +4,8 @@ stopped server left untold are told by the next claim or by the schedule."""
 
 from __future__ import annotations
 
+import threading
+
 from archvocab.wire import JobResult
 from server.services import arrivals, jobs
 from tests.factories import register, search_request, synthetic_measurement
@@ -98,3 +100,130 @@ def test_the_schedule_tells_a_cancelled_search_its_last_results(client):
     rows = client.get("/api/v1/searches/1/points").json()["rows"]
     assert [row[0] for row in rows] == [lease.arch_id]
     assert arrivals.settle_waiting(services) == 0
+
+
+class _HeldRound:
+    """Failure injection: the engine's next proposal round in the thread named `settler`
+    waits until released, as a slow strategy's would."""
+
+    def __init__(self, monkeypatch) -> None:
+        from search.engine import Engine
+
+        self.started, self.release = threading.Event(), threading.Event()
+        ask = Engine.ask
+
+        def held(engine, slots=1):
+            if threading.current_thread().name == "settler" and not self.release.is_set():
+                self.started.set()
+                assert self.release.wait(30)
+            return ask(engine, slots)
+
+        monkeypatch.setattr(Engine, "ask", held)
+
+
+def _in_thread(name: str, work) -> tuple[threading.Thread, dict]:
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.setdefault("value", work()), name=name)
+    thread.start()
+    return thread, out
+
+
+def test_claims_and_results_go_on_while_a_proposal_round_runs(client, monkeypatch):
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS: 4 first
+    agent, other = register(client), register(client)
+    services = client.app.state.services
+    first, second, third = (jobs.claim(services, a) for a in (agent, other, other))
+    search_id = _report(services, agent, first)
+    held = _HeldRound(monkeypatch)
+    settler, told = _in_thread("settler", lambda: arrivals.settle(services, search_id))
+    assert held.started.wait(30)
+    # The round holds the search's engine, not the store: the others claim and report.
+    fourth = jobs.claim(services, agent)
+    assert fourth is not None
+    _report(services, other, second)
+    held.release.set()
+    settler.join(30)
+    assert not settler.is_alive()
+    assert told["value"] == 2  # the result reported meanwhile too, after the first
+    assert {r[0] for r in client.get("/api/v1/searches/1/points").json()["rows"]} == {
+        first.arch_id,
+        second.arch_id,
+    }
+    assert third is not None
+
+
+def test_a_claim_with_nothing_queued_waits_for_the_round_under_way(client, monkeypatch):
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS: 4 first
+    agent = register(client)
+    services = client.app.state.services
+    leases = [jobs.claim(services, agent) for _ in range(4)]
+    for lease in leases[:3]:
+        _report(services, agent, lease)
+    assert arrivals.settle(services, 1) == 3
+    search_id = _report(services, agent, leases[3])  # completes the first generation
+    held = _HeldRound(monkeypatch)
+    settler, _ = _in_thread("settler", lambda: arrivals.settle(services, search_id))
+    assert held.started.wait(30)
+    claimer, claimed = _in_thread("claimer", lambda: jobs.claim(services, agent))
+    claimer.join(0.5)
+    assert claimer.is_alive()  # nothing queued yet: it waits for the round, not "no work"
+    held.release.set()
+    for thread in (settler, claimer):
+        thread.join(30)
+        assert not thread.is_alive()
+    assert claimed["value"] is not None  # the next generation's first
+    assert claimed["value"].arch_id not in {lease.arch_id for lease in leases}
+
+
+def _first_generation_reported(client) -> tuple[object, int]:
+    """A search whose first 4 results are in, the last one not yet told."""
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()
+    agent = register(client)
+    services = client.app.state.services
+    leases = [jobs.claim(services, agent) for _ in range(4)]
+    for lease in leases[:3]:
+        _report(services, agent, lease)
+    assert arrivals.settle(services, 1) == 3
+    return services, _report(services, agent, leases[3])
+
+
+def test_a_round_another_process_overtook_is_dropped_and_told_once(make_client, monkeypatch):
+    straight = make_client("straight.db")
+    services, search_id = _first_generation_reported(straight)
+    assert arrivals.settle(services, search_id) == 1
+    expected = [c["arch_id"] for c in straight.get("/api/v1/searches/1/candidates").json()]
+
+    first = make_client("shared.db")
+    services, search_id = _first_generation_reported(first)
+    held = _HeldRound(monkeypatch)
+    settler, told = _in_thread("settler", lambda: arrivals.settle(services, search_id))
+    assert held.started.wait(30)
+    second = make_client("shared.db")  # another server process on the same database
+    assert arrivals.settle(second.app.state.services, search_id) == 1
+    held.release.set()
+    settler.join(30)
+    assert told["value"] == 0  # its result was told meanwhile: its round is dropped
+    candidates = [c["arch_id"] for c in first.get("/api/v1/searches/1/candidates").json()]
+    assert candidates == expected  # one next generation, not two
+    assert first.get("/api/v1/searches/1/points").json()["last"] == 4
+
+
+def test_a_round_that_a_cancel_overtook_is_dropped_and_its_result_still_counts(client, monkeypatch):
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()
+    agent = register(client)
+    services = client.app.state.services
+    leases = [jobs.claim(services, agent) for _ in range(4)]
+    for lease in leases[:3]:
+        _report(services, agent, lease)
+    assert arrivals.settle(services, 1) == 3
+    search_id = _report(services, agent, leases[3])
+    held = _HeldRound(monkeypatch)
+    settler, told = _in_thread("settler", lambda: arrivals.settle(services, search_id))
+    assert held.started.wait(30)
+    client.post("/api/v1/searches/1/cancel").raise_for_status()
+    held.release.set()
+    settler.join(30)
+    assert told["value"] == 1
+    candidates = client.get("/api/v1/searches/1/candidates").json()
+    assert len(candidates) == 4  # the next generation it proposed was never queued
+    assert client.get("/api/v1/searches/1/points").json()["last"] == 4
