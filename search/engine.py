@@ -50,6 +50,9 @@ class Engine:
     """
 
     strategy: ClassVar[str] = ""
+    # Whether a proposal round costs more than the bookkeeping around it (a model fitted, a
+    # pool screened): a service then runs it outside its store's write lock.
+    slow_rounds: ClassVar[bool] = False
 
     def __init__(
         self,

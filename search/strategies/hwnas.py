@@ -53,6 +53,7 @@ class SteadyStateEngine(Engine):
     """
 
     strategy = "hwnas"
+    slow_rounds = True  # each proposal screens `pool_size` offspring with fitted models
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from archvocab.wire import SearchStatus
 from search.engine import Engine
 from search.records import Candidate
+from search.strategies import ENGINES
 from server.services.context import Services
 from server.services.engines import measured_values
 from server.services.searches import advance, measuring_slots, recorded
@@ -40,42 +41,76 @@ def arrive(session: Session, search: SearchRow, row: CandidateRow) -> None:
 def settle(services: Services, search_id: int) -> int:
     """Tell the search the results that arrived for it, in order; returns how many.
 
-    The strategy's proposal round after each result (`Engine.ask`, tens of milliseconds for
-    strategy hwnas) runs outside the store's write lock, so that claims and results go on
-    meanwhile; the result's number and the proposals are then written in one transaction,
-    if nothing moved the search in between (another process, a cancel): else the engine,
-    which heard what the rows do not say, is dropped and the result told again from the
-    rows. The search's engine lock keeps this process's other threads off the engine."""
+    Where the strategy's proposal rounds are slow (`Engine.slow_rounds`: strategy hwnas
+    screens a pool with fitted models, tens of milliseconds), each round runs outside the
+    store's write lock, so that claims and results go on meanwhile (`_settle_around`);
+    otherwise the results are told in one transaction. The search's engine lock keeps this
+    process's other threads off the engine."""
     with services.store.read() as session:  # under load, an earlier settle took them all
+        search = get_search(session, search_id)
         if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
             return 0
-    told = 0
+        around = search.status == SearchStatus.RUNNING and _slow_rounds(search)
     with services.engines.lock(search_id):
+        if around:
+            return _settle_around(services, search_id)
+        with services.store.write() as session:
+            return settle_in(services, session, get_search(session, search_id, lock=True))
+
+
+def _slow_rounds(search: SearchRow) -> bool:
+    return ENGINES[search.parsed_request.strategy].slow_rounds
+
+
+def _settle_around(services: Services, search_id: int) -> int:
+    """`settle` with each proposal round outside the write lock: a result is heard (told and
+    asked) between transactions, and the next transaction writes its number and proposals
+    together, if nothing moved the search meanwhile (another process, a cancel); else the
+    engine, which heard what the rows do not say, is dropped and the result told again from
+    the rows. Each transaction also takes the next result to hear."""
+    told = 0
+    heard: tuple[int, int, Engine | None, list[Candidate] | None] | None = None
+    try:
         while True:
-            with services.store.write() as session:  # short: what comes next
+            with services.store.write() as session:
                 search = get_search(session, search_id, lock=True)
+                if heard is not None:
+                    if _write_heard(services, session, search, *heard):
+                        told += 1
+                    else:
+                        services.engines.drop(search_id)  # told again, from the rows
+                    heard = None
                 arrival = _next(session, search)
                 if arrival is None:
                     return told
                 row = session.get(CandidateRow, arrival.job_id)
                 engine, slots = _engine(services, session, search)
                 revision, arrival_id = search.revision, arrival.id
-            try:
-                asked = _hear(engine, row, slots)  # the costly part, outside the write lock
-                with services.store.write() as session:
-                    search = get_search(session, search_id, lock=True)
-                    arrival = session.get(ArrivalRow, arrival_id)
-                    if arrival is None or search.revision != revision:
-                        services.engines.drop(search_id)
-                        continue  # told again, from the rows as they are now
-                    if engine is not None and services.engines.get(session, search) is not engine:
-                        services.engines.drop(search_id)  # another thread's rollback dropped it
-                        continue
-                    _record(services, session, search, arrival, engine, asked)
-                    told += 1
-            except BaseException:
-                services.engines.drop(search_id)  # it may have heard what no row says
-                raise
+            asked = _hear(engine, row, slots)  # the costly part, outside the write lock
+            heard = (arrival_id, revision, engine, asked)
+    except BaseException:
+        if heard is not None:
+            services.engines.drop(search_id)  # it heard what no row says
+        raise
+
+
+def _write_heard(
+    services: Services,
+    session: Session,
+    search: SearchRow,
+    arrival_id: int,
+    revision: int,
+    engine: Engine | None,
+    asked: list[Candidate] | None,
+) -> bool:
+    """Write a result heard outside the lock; False when the search moved on meanwhile."""
+    arrival = session.get(ArrivalRow, arrival_id)
+    if arrival is None or search.revision != revision:
+        return False
+    if engine is not None and services.engines.get(session, search) is not engine:
+        return False  # another thread's rollback dropped it
+    _record(services, session, search, arrival, engine, asked)
+    return True
 
 
 def settle_after_answer(services: Services, search_id: int) -> None:

@@ -128,39 +128,38 @@ def _in_thread(name: str, work) -> tuple[threading.Thread, dict]:
     return thread, out
 
 
+def _slow_search(client, agents: int) -> tuple[object, list[str]]:
+    """A hwnas search (its proposal rounds run outside the write lock) and its agents, whose
+    number is the number of jobs it keeps queued or running."""
+    request = search_request(strategy="hwnas", budget={"max_evaluations": 12})
+    client.post("/api/v1/searches", json=request).raise_for_status()
+    names = [register(client) for _ in range(agents)]
+    return client.app.state.services, names
+
+
 def test_claims_and_results_go_on_while_a_proposal_round_runs(client, monkeypatch):
-    client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS: 4 first
-    agent, other = register(client), register(client)
-    services = client.app.state.services
-    first, second, third = (jobs.claim(services, a) for a in (agent, other, other))
-    search_id = _report(services, agent, first)
+    services, (a, b, c) = _slow_search(client, 3)
+    first, second, third = (jobs.claim(services, agent) for agent in (a, b, c))
+    search_id = _report(services, a, first)
     held = _HeldRound(monkeypatch)
     settler, told = _in_thread("settler", lambda: arrivals.settle(services, search_id))
     assert held.started.wait(30)
     # The round holds the search's engine, not the store: the others claim and report.
-    fourth = jobs.claim(services, agent)
-    assert fourth is not None
-    _report(services, other, second)
+    _report(services, c, third)
+    assert jobs.claim(services, c) is None  # nothing queued: the round has not written yet
     held.release.set()
     settler.join(30)
     assert not settler.is_alive()
     assert told["value"] == 2  # the result reported meanwhile too, after the first
-    assert {r[0] for r in client.get("/api/v1/searches/1/points").json()["rows"]} == {
-        first.arch_id,
-        second.arch_id,
-    }
-    assert third is not None
+    rows = client.get("/api/v1/searches/1/points").json()["rows"]
+    assert [row[0] for row in rows] == [first.arch_id, third.arch_id]
+    assert second is not None
 
 
 def test_a_claim_with_nothing_queued_waits_for_the_round_under_way(client, monkeypatch):
-    client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS: 4 first
-    agent = register(client)
-    services = client.app.state.services
-    leases = [jobs.claim(services, agent) for _ in range(4)]
-    for lease in leases[:3]:
-        _report(services, agent, lease)
-    assert arrivals.settle(services, 1) == 3
-    search_id = _report(services, agent, leases[3])  # completes the first generation
+    services, (agent,) = _slow_search(client, 1)
+    first = jobs.claim(services, agent)
+    search_id = _report(services, agent, first)
     held = _HeldRound(monkeypatch)
     settler, _ = _in_thread("settler", lambda: arrivals.settle(services, search_id))
     assert held.started.wait(30)
@@ -171,30 +170,24 @@ def test_a_claim_with_nothing_queued_waits_for_the_round_under_way(client, monke
     for thread in (settler, claimer):
         thread.join(30)
         assert not thread.is_alive()
-    assert claimed["value"] is not None  # the next generation's first
-    assert claimed["value"].arch_id not in {lease.arch_id for lease in leases}
+    assert claimed["value"] is not None and claimed["value"].arch_id != first.arch_id
 
 
-def _first_generation_reported(client) -> tuple[object, int]:
-    """A search whose first 4 results are in, the last one not yet told."""
-    client.post("/api/v1/searches", json=search_request()).raise_for_status()
-    agent = register(client)
-    services = client.app.state.services
-    leases = [jobs.claim(services, agent) for _ in range(4)]
-    for lease in leases[:3]:
-        _report(services, agent, lease)
-    assert arrivals.settle(services, 1) == 3
-    return services, _report(services, agent, leases[3])
+def _one_result_in(client) -> tuple[object, int]:
+    """A slow-round search whose one agent has reported its first job, not yet told."""
+    services, (agent,) = _slow_search(client, 1)
+    return services, _report(services, agent, jobs.claim(services, agent))
 
 
 def test_a_round_another_process_overtook_is_dropped_and_told_once(make_client, monkeypatch):
     straight = make_client("straight.db")
-    services, search_id = _first_generation_reported(straight)
+    services, search_id = _one_result_in(straight)
     assert arrivals.settle(services, search_id) == 1
     expected = [c["arch_id"] for c in straight.get("/api/v1/searches/1/candidates").json()]
+    assert len(expected) == 2
 
     first = make_client("shared.db")
-    services, search_id = _first_generation_reported(first)
+    services, search_id = _one_result_in(first)
     held = _HeldRound(monkeypatch)
     settler, told = _in_thread("settler", lambda: arrivals.settle(services, search_id))
     assert held.started.wait(30)
@@ -204,19 +197,12 @@ def test_a_round_another_process_overtook_is_dropped_and_told_once(make_client, 
     settler.join(30)
     assert told["value"] == 0  # its result was told meanwhile: its round is dropped
     candidates = [c["arch_id"] for c in first.get("/api/v1/searches/1/candidates").json()]
-    assert candidates == expected  # one next generation, not two
-    assert first.get("/api/v1/searches/1/points").json()["last"] == 4
+    assert candidates == expected  # one proposal after the result, not two
+    assert first.get("/api/v1/searches/1/points").json()["last"] == 1
 
 
 def test_a_round_that_a_cancel_overtook_is_dropped_and_its_result_still_counts(client, monkeypatch):
-    client.post("/api/v1/searches", json=search_request()).raise_for_status()
-    agent = register(client)
-    services = client.app.state.services
-    leases = [jobs.claim(services, agent) for _ in range(4)]
-    for lease in leases[:3]:
-        _report(services, agent, lease)
-    assert arrivals.settle(services, 1) == 3
-    search_id = _report(services, agent, leases[3])
+    services, search_id = _one_result_in(client)
     held = _HeldRound(monkeypatch)
     settler, told = _in_thread("settler", lambda: arrivals.settle(services, search_id))
     assert held.started.wait(30)
@@ -224,6 +210,5 @@ def test_a_round_that_a_cancel_overtook_is_dropped_and_its_result_still_counts(c
     held.release.set()
     settler.join(30)
     assert told["value"] == 1
-    candidates = client.get("/api/v1/searches/1/candidates").json()
-    assert len(candidates) == 4  # the next generation it proposed was never queued
-    assert client.get("/api/v1/searches/1/points").json()["last"] == 4
+    assert len(client.get("/api/v1/searches/1/candidates").json()) == 1  # none proposed after
+    assert client.get("/api/v1/searches/1/points").json()["last"] == 1
