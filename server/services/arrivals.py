@@ -1,15 +1,17 @@
-"""Results on their way to their search: recorded by the result request, told afterwards.
+"""Results on their way to their search, and the search's proposals after each.
 
-A result request only checks and stores the measurement and leaves an `ArrivalRow`; telling
-the search's engine and letting it propose (`settle`) costs far more (the strategy's
-screening, the frontier, the hypervolume) and runs after the answer has gone (the route's
-background task), or in the next claim that finds nothing queued (a server that stopped in
-between leaves the arrivals for that claim).
+A result request records the measurement and leaves an `ArrivalRow`. Where the strategy's
+proposal rounds are cheap, the request then tells the search in the same transaction
+(`settle_in`). Where they are slow (`Engine.slow_rounds`: strategy hwnas screens a pool of
+offspring with fitted models, tens of milliseconds a round), telling waits until the answer
+has gone (the route's background task: `settle`), and each round runs outside the store's
+write lock, so that claims and results go on meanwhile. A claim that finds nothing queued,
+and the app's schedule, tell what is left (a server that stopped in between).
 
 The engine hears of results in the order they arrived (the arrival ids), each told and then
 followed by a proposal round, the same steps in the same order wherever the telling runs
 (`_hear`, then `_record`): the same results in the same order give the same search, however
-the settling was timed. Until then the result is pending to the engine
+the telling was timed. Until then a result is pending to the engine
 (`server.services.engines` reads a finished row without a result number as pending).
 """
 
@@ -50,7 +52,7 @@ def settle(services: Services, search_id: int) -> int:
         search = get_search(session, search_id)
         if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
             return 0
-        around = search.status == SearchStatus.RUNNING and _slow_rounds(search)
+        around = rounds_outside(search)
     with services.engines.lock(search_id):
         if around:
             return _settle_around(services, search_id)
@@ -58,8 +60,11 @@ def settle(services: Services, search_id: int) -> int:
             return settle_in(services, session, get_search(session, search_id, lock=True))
 
 
-def _slow_rounds(search: SearchRow) -> bool:
-    return ENGINES[search.parsed_request.strategy].slow_rounds
+def rounds_outside(search: SearchRow) -> bool:
+    """Whether the search's proposal rounds run outside the store's write lock: a running
+    search whose strategy's rounds are slow (`Engine.slow_rounds`)."""
+    running = search.status == SearchStatus.RUNNING
+    return running and ENGINES[search.parsed_request.strategy].slow_rounds
 
 
 def _settle_around(services: Services, search_id: int) -> int:

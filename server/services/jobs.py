@@ -35,7 +35,7 @@ from archvocab.wire import (
 from search.noise import reference_architecture
 from server.errors import Conflict, NotFound
 from server.services.agents import capabilities, capabilities_of, recently_seen, seen
-from server.services.arrivals import arrive, settle_in, waiting_for
+from server.services.arrivals import arrive, rounds_outside, settle_in, waiting_for
 from server.services.context import Services
 from server.services.events import log_event
 from server.services.leases import any_expired, requeue_expired
@@ -43,7 +43,7 @@ from server.services.searches import advance, measuring_slots
 from server.settings import as_utc
 from server.store.cache import new_measurement
 from server.store.rows import AgentRow, CandidateRow, LeaseRow, SearchRow
-from server.store.store import Store
+from server.store.store import Store, get_search
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
@@ -373,13 +373,19 @@ def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
 def submit_result(
     services: Services, job_id: int, result: JobResult
 ) -> tuple[ResultReceipt, int | None]:
-    """Record a job's measurement or failure, exactly once (see `_admit`), for its search to
-    be told of it afterwards: returns the receipt and the search to `settle` (None for a
-    duplicate). Only the job's row is locked: the search's engine is not touched here."""
-    with services.store.write_rows() as session:
+    """Record a job's measurement or failure, exactly once (see `_admit`), and let its search
+    hear of it (`server.services.arrivals`): at once, in this transaction, where the
+    strategy's proposal rounds are cheap; else afterwards. Returns the receipt and the search
+    still to `settle` (None when it was told, or for a duplicate). Writes to one search take
+    turns: its row is locked first (PostgreSQL), then the job."""
+    with services.store.write() as session:
         now = services.store.now()
+        search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
+        if search_id is None:
+            raise NotFound("job", job_id)
+        at_once = not rounds_outside(session.get(SearchRow, search_id))
+        search = get_search(session, search_id, lock=at_once)
         row = _job(session, job_id, services.store.row_locks)
-        search = session.get(SearchRow, row.search_id)
         agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
@@ -403,6 +409,9 @@ def submit_result(
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
         arrive(session, search, row)
+        # A settle under way in another thread holds the engine: it, or the route's, tells it.
+        if at_once and _told_now(services, session, search):
+            search_id = None
     log_event(
         "job.result",
         job_id=job_id,
@@ -411,4 +420,16 @@ def submit_result(
         status=row.status,
         failure_kind=row.failure_kind,
     )
-    return ResultReceipt(job_id=job_id, accepted=True), row.search_id
+    return ResultReceipt(job_id=job_id, accepted=True), search_id
+
+
+def _told_now(services: Services, session: Session, search: SearchRow) -> bool:
+    """Settle the search in this transaction, unless another thread holds its engine."""
+    lock = services.engines.lock(search.id)
+    if not lock.acquire(blocking=False):
+        return False
+    try:
+        settle_in(services, session, search)
+    finally:
+        lock.release()
+    return True

@@ -59,10 +59,8 @@ def test_telling_the_results_late_and_together_proposes_the_same_search(make_cli
     assert together == at_once
 
 
-def test_a_result_is_told_only_after_its_request_and_in_arrival_order(client):
-    client.post("/api/v1/searches", json=search_request()).raise_for_status()
-    agent, other = register(client), register(client)
-    services = client.app.state.services
+def test_a_slow_round_search_is_told_after_the_request_in_arrival_order(client):
+    services, (agent, other) = _slow_search(client, 2)
     first, second = jobs.claim(services, agent), jobs.claim(services, other)
     _report(services, other, second)  # the later claim reports first
     _report(services, agent, first)
@@ -74,28 +72,37 @@ def test_a_result_is_told_only_after_its_request_and_in_arrival_order(client):
     assert arrivals.settle(services, 1) == 0  # told once
 
 
-def test_results_a_stopped_server_left_untold_are_told_by_the_next_claim(make_client):
-    before = make_client("stopped.db")
-    before.post("/api/v1/searches", json=search_request()).raise_for_status()
-    agent = register(before)
-    services = before.app.state.services
-    leases = [jobs.claim(services, agent) for _ in range(4)]  # LTS's first 4, no more yet
-    assert jobs.claim(services, agent) is None
-    for lease in leases:  # recorded, and the server stops before telling the search
-        _report(services, agent, lease)
-    after = make_client("stopped.db")
-    claimed = after.post(f"/api/v1/agents/{agent}/claim")
-    assert claimed.status_code == 200, claimed.text  # the 4 results made the next generation
-    assert after.get("/api/v1/searches/1/points").json()["last"] == 4
-
-
-def test_the_schedule_tells_a_cancelled_search_its_last_results(client):
-    client.post("/api/v1/searches", json=search_request()).raise_for_status()
+def test_a_search_with_cheap_rounds_is_told_in_the_result_request(client):
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS
     agent = register(client)
     services = client.app.state.services
     lease = jobs.claim(services, agent)
+    body = {"agent_id": agent, "lease_id": lease.lease_id}
+    body["measurement"] = synthetic_measurement(lease.spec)
+    receipt, to_settle = jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
+    assert receipt.accepted and to_settle is None
+    rows = client.get("/api/v1/searches/1/points").json()["rows"]
+    assert [row[:2] for row in rows] == [[lease.arch_id, 1]]
+
+
+def test_results_a_stopped_server_left_untold_are_told_by_the_next_claim(make_client):
+    before = make_client("stopped.db")
+    services, (agent,) = _slow_search(before, 1)
+    first = jobs.claim(services, agent)
+    assert jobs.claim(services, agent) is None  # one agent: one job at a time
+    _report(services, agent, first)  # recorded, and the server stops before telling it
+    after = make_client("stopped.db")
+    claimed = after.post(f"/api/v1/agents/{agent}/claim")
+    assert claimed.status_code == 200, claimed.text  # proposed after the result was told
+    assert claimed.json()["arch_id"] != first.arch_id
+    assert after.get("/api/v1/searches/1/points").json()["last"] == 1
+
+
+def test_the_schedule_tells_a_cancelled_search_its_last_results(client):
+    services, (agent,) = _slow_search(client, 1)
+    lease = jobs.claim(services, agent)
+    _report(services, agent, lease)  # left untold (a failed settle)
     client.post("/api/v1/searches/1/cancel").raise_for_status()
-    _report(services, agent, lease)  # a running job may still report after a cancel
     assert arrivals.settle_waiting(services) == 1
     rows = client.get("/api/v1/searches/1/points").json()["rows"]
     assert [row[0] for row in rows] == [lease.arch_id]
