@@ -108,8 +108,9 @@ def _timed(n: int, step) -> tuple[list[float], int]:
 
 def _direct(services: Any, agent_id: str, settling: list[float] | None = None) -> bool:
     """`Agent.cycle` through the service functions, without HTTP: the claim, the result and
-    then, as the route does once its answer has gone, telling the search (`settle`); the
-    CPU of that last step goes to `settling` as well."""
+    then, as the route does once its answer has gone, telling the search (`settle`, for a
+    strategy with slow rounds; the others are told in the result request); the CPU of that
+    last step goes to `settling` as well."""
     lease = jobs.claim(services, agent_id)
     if lease is None:
         return False
@@ -120,7 +121,8 @@ def _direct(services: Any, agent_id: str, settling: list[float] | None = None) -
     }
     _, search_id = jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
     start = time.process_time()
-    arrivals.settle(services, search_id)
+    if search_id is not None:  # a strategy with slow rounds: told after the answer
+        arrivals.settle(services, search_id)
     if settling is not None:
         settling.append((time.process_time() - start) * 1000)
     return True

@@ -74,7 +74,7 @@ def _settle_around(services: Services, search_id: int) -> int:
     engine, which heard what the rows do not say, is dropped and the result told again from
     the rows. Each transaction also takes the next result to hear."""
     told = 0
-    heard: tuple[int, int, Engine | None, list[Candidate] | None] | None = None
+    heard: tuple[int, int, Engine | None, list[Candidate] | None, int] | None = None
     try:
         while True:
             with services.store.write() as session:
@@ -92,7 +92,7 @@ def _settle_around(services: Services, search_id: int) -> int:
                 engine, slots = _engine(services, session, search)
                 revision, arrival_id = search.revision, arrival.id
             asked = _hear(engine, row, slots)  # the costly part, outside the write lock
-            heard = (arrival_id, revision, engine, asked)
+            heard = (arrival_id, revision, engine, asked, slots)
     except BaseException:
         if heard is not None:
             services.engines.drop(search_id)  # it heard what no row says
@@ -107,6 +107,7 @@ def _write_heard(
     revision: int,
     engine: Engine | None,
     asked: list[Candidate] | None,
+    slots: int,
 ) -> bool:
     """Write a result heard outside the lock; False when the search moved on meanwhile."""
     arrival = session.get(ArrivalRow, arrival_id)
@@ -114,7 +115,9 @@ def _write_heard(
         return False
     if engine is not None and services.engines.get(session, search) is not engine:
         return False  # another thread's rollback dropped it
-    _record(services, session, search, arrival, engine, asked)
+    row = session.get(CandidateRow, arrival.job_id)
+    session.delete(arrival)
+    _record(services, session, search, row, engine, asked, slots)
     return True
 
 
@@ -137,14 +140,36 @@ def settle_waiting(services: Services) -> int:
 
 def settle_in(services: Services, session: Session, search: SearchRow) -> int:
     """`settle` inside the caller's write transaction, the search's row locked and its engine
-    lock held (a claim that found nothing queued)."""
-    told = 0
-    while (arrival := _next(session, search)) is not None:
+    lock held (a claim that found nothing queued, a result told at once)."""
+    waiting = session.scalars(
+        select(ArrivalRow).where(ArrivalRow.search_id == search.id).order_by(ArrivalRow.id)
+    ).all()
+    for arrival in waiting:
         row = session.get(CandidateRow, arrival.job_id)
-        engine, slots = _engine(services, session, search)
-        _record(services, session, search, arrival, engine, _hear(engine, row, slots))
-        told += 1
-    return told
+        session.delete(arrival)
+        _tell(services, session, search, row)
+    return len(waiting)
+
+
+def tell_now(services: Services, session: Session, search: SearchRow, row: CandidateRow) -> bool:
+    """Tell the search a result just recorded, in the caller's write transaction (the search's
+    row locked), after any that arrived before it; False, and the result left to arrive,
+    when another thread holds the search's engine (its settle tells it)."""
+    lock = services.engines.lock(search.id)
+    if not lock.acquire(blocking=False):
+        arrive(session, search, row)
+        return False
+    try:
+        settle_in(services, session, search)
+        _tell(services, session, search, row)
+    finally:
+        lock.release()
+    return True
+
+
+def _tell(services: Services, session: Session, search: SearchRow, row: CandidateRow) -> None:
+    engine, slots = _engine(services, session, search)
+    _record(services, session, search, row, engine, _hear(engine, row, slots), slots)
 
 
 def _next(session: Session, search: SearchRow) -> ArrivalRow | None:
@@ -174,16 +199,15 @@ def _record(
     services: Services,
     session: Session,
     search: SearchRow,
-    arrival: ArrivalRow,
+    row: CandidateRow,
     engine: Engine | None,
     asked: list[Candidate] | None,
+    slots: int,
 ) -> None:
-    """The rows' side: the arrival gone, the result numbered, the proposals queued."""
-    row = session.get(CandidateRow, arrival.job_id)
-    session.delete(arrival)
+    """The rows' side: the result numbered, the proposals queued."""
     recorded(services, session, search, row, engine)
     if engine is not None:
-        advance(services, session, search, asked)
+        advance(services, session, search, asked, slots)
 
 
 def waiting_for(searches: ColumnElement[bool]) -> ColumnElement[bool]:

@@ -16,7 +16,7 @@ import threading
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from archvocab.registry import parse_space
@@ -35,7 +35,7 @@ from archvocab.wire import (
 from search.noise import reference_architecture
 from server.errors import Conflict, NotFound
 from server.services.agents import capabilities, capabilities_of, recently_seen, seen
-from server.services.arrivals import arrive, rounds_outside, settle_in, waiting_for
+from server.services.arrivals import arrive, rounds_outside, settle_in, tell_now, waiting_for
 from server.services.context import Services
 from server.services.events import log_event
 from server.services.leases import any_expired, requeue_expired
@@ -60,8 +60,9 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
     if lease is None:
         # Results may wait to be told, or a proposal round may be under way in another
         # thread (`busy`): either leaves work queued once done.
-        busy = _top_up(services, agent_id)
-        lease = _take_queued(services.store, agent_id)
+        queued, busy = _top_up(services, agent_id)
+        if queued:
+            lease = _take_queued(services.store, agent_id)
         if lease is None and busy:
             for lock in busy:
                 if lock.acquire(timeout=_ROUND_WAIT_S):
@@ -94,6 +95,16 @@ def _servable(agent: AgentRow) -> ColumnElement[bool]:
     )
 
 
+def _queued_for(agent: AgentRow) -> Select:
+    """A queued job the agent could take, if any (its id)."""
+    return (
+        select(CandidateRow.id)
+        .join(SearchRow, SearchRow.id == CandidateRow.search_id)
+        .where(CandidateRow.status == JobStatus.QUEUED, _servable(agent))
+        .limit(1)
+    )
+
+
 def _nothing_to_take(services: Services, agent_id: str) -> bool:
     """Whether a read alone shows the claim would find nothing and change nothing: the agent
     was seen lately, no lease has run out, nothing it could measure is queued, and every
@@ -111,13 +122,7 @@ def _nothing_to_take(services: Services, agent_id: str) -> bool:
         if any_expired(session, now):
             return False
         servable = _servable(agent)
-        queued = (
-            select(CandidateRow.id)
-            .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-            .where(CandidateRow.status == JobStatus.QUEUED, servable)
-            .limit(1)
-        )
-        if session.scalar(queued) is not None:
+        if session.scalar(_queued_for(agent)) is not None:
             return False
         if session.scalar(select(waiting_for(servable))):
             return False  # a result its searches have not been told of yet
@@ -220,12 +225,13 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(CandidateRow.round > 0, mine, runnable)
 
 
-def _top_up(services: Services, agent_id: str) -> list[threading.Lock]:
+def _top_up(services: Services, agent_id: str) -> tuple[bool, list[threading.Lock]]:
     """Let every running search this agent could serve hear the results waiting for it
     (`server.services.arrivals`) and propose for the free slots (strategies without a
     generation barrier propose per free agent: this may be the one they have not proposed
-    for yet). A search another process or thread is busy with is skipped, not waited for;
-    returns the engine locks of those this process's other threads hold."""
+    for yet). A search another process or thread is busy with is skipped, not waited for.
+    Returns whether a job this agent can take is queued now, and the engine locks of the
+    searches this process's other threads hold."""
     busy: list[threading.Lock] = []
     with services.store.write() as session:
         store = services.store
@@ -243,7 +249,7 @@ def _top_up(services: Services, agent_id: str) -> list[threading.Lock]:
                 advance(services, session, search)
             finally:
                 lock.release()
-    return busy
+        return session.scalar(_queued_for(agent)) is not None, busy
 
 
 def _lease(
@@ -383,8 +389,10 @@ def submit_result(
         search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
         if search_id is None:
             raise NotFound("job", job_id)
-        at_once = not rounds_outside(session.get(SearchRow, search_id))
-        search = get_search(session, search_id, lock=at_once)
+        search = session.get(SearchRow, search_id)
+        at_once = not rounds_outside(search)
+        if at_once and services.store.row_locks:
+            search = get_search(session, search_id, lock=True)
         row = _job(session, job_id, services.store.row_locks)
         agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds)
         if not _admit(session, row, result):
@@ -408,10 +416,10 @@ def submit_result(
             row.status = JobStatus.FAILED
             row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
             agent.failures += 1
-        arrive(session, search, row)
-        # A settle under way in another thread holds the engine: it, or the route's, tells it.
-        if at_once and _told_now(services, session, search):
+        if at_once and tell_now(services, session, search, row):
             search_id = None
+        elif not at_once:
+            arrive(session, search, row)
     log_event(
         "job.result",
         job_id=job_id,
@@ -421,15 +429,3 @@ def submit_result(
         failure_kind=row.failure_kind,
     )
     return ResultReceipt(job_id=job_id, accepted=True), search_id
-
-
-def _told_now(services: Services, session: Session, search: SearchRow) -> bool:
-    """Settle the search in this transaction, unless another thread holds its engine."""
-    lock = services.engines.lock(search.id)
-    if not lock.acquire(blocking=False):
-        return False
-    try:
-        settle_in(services, session, search)
-    finally:
-        lock.release()
-    return True

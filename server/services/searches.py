@@ -91,14 +91,19 @@ def measuring_slots(store: Store, session: Session, device_class: str) -> int:
 
 
 def advance(
-    services: Services, session: Session, search: SearchRow, asked: list[Candidate] | None = None
+    services: Services,
+    session: Session,
+    search: SearchRow,
+    asked: list[Candidate] | None = None,
+    slots: int | None = None,
 ) -> None:
-    """Ask the engine for what to measure next (`asked`: what it proposed just before, outside
-    this transaction: server.services.arrivals); finish the search when the engine is done."""
+    """Ask the engine for what to measure next (`asked`: what it proposed just before, for
+    `slots`: server.services.arrivals); finish the search when the engine is done."""
     if search.status != SearchStatus.RUNNING:
         return
     engine = services.engines.get(session, search)
-    slots = measuring_slots(services.store, session, search.device_class)
+    if slots is None:
+        slots = measuring_slots(services.store, session, search.device_class)
     batch = engine.ask(slots) if asked is None else asked
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
