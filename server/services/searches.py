@@ -33,27 +33,33 @@ def create_search(
 ) -> SearchInfo:
     """Start a search. Its answer warns at once when no agent of its device class has ever
     registered (server.services.availability); `server_url` goes into the command it names."""
-    with services.store.write() as session:
-        search = SearchRow(
-            name=request.name,
-            status=SearchStatus.RUNNING,
-            device_class=request.device_class,
-            runtime=request.measurement.runtime,
-            device=request.measurement.device,
-            request=request.model_dump(mode="json"),
-            created_at=services.store.now(),
-            normalisation=quality.initial_normalisation(request),
-            revision=0,
-        )
-        session.add(search)
-        session.flush()
-        services.engines.new(search, request, quality.normaliser(search))
-        try:
-            advance(services, session, search)
-        except Exception:
-            services.engines.drop(search.id)
-            raise
-        search_id = search.id
+    lock = None
+    try:
+        with services.store.write() as session:
+            search = SearchRow(
+                name=request.name,
+                status=SearchStatus.RUNNING,
+                device_class=request.device_class,
+                runtime=request.measurement.runtime,
+                device=request.measurement.device,
+                request=request.model_dump(mode="json"),
+                created_at=services.store.now(),
+                normalisation=quality.initial_normalisation(request),
+                revision=0,
+            )
+            session.add(search)
+            session.flush()
+            engine = services.engines.new(search, request, quality.normaliser(search))
+            slots = measuring_slots(services.store, session, search.device_class)
+            search_id = search.id
+            # Held before anyone can see the search: a claim leaves it alone until it has
+            # its first proposals (server.services.jobs).
+            lock = services.engines.lock(search_id)
+            lock.acquire()
+        _first_round(services, search_id, engine, slots)
+    finally:
+        if lock is not None:
+            lock.release()
     log_event(
         "search.created",
         search_id=search_id,
@@ -62,6 +68,25 @@ def create_search(
         budget=request.budget.max_evaluations,
     )
     return get_search_info(services, search_id, server_url)
+
+
+def _first_round(services: Services, search_id: int, engine: Engine, slots: int) -> None:
+    """A new search's first proposals, asked for outside the store's write lock (a first
+    generation of the largest population takes seconds), then written; a search whose first
+    round fails is removed, as if never created."""
+    try:
+        asked = engine.ask(slots)
+    except Exception:
+        services.engines.drop(search_id)
+        with services.store.write() as session:
+            session.delete(get_search(session, search_id, lock=True))
+        raise
+    with services.store.write() as session:
+        search = get_search(session, search_id, lock=True)
+        if search.revision != 0 or services.engines.get(session, search) is not engine:
+            services.engines.drop(search_id)  # cancelled meanwhile: the round is void
+            return
+        advance(services, session, search, asked, slots)
 
 
 def live_agents(store: Store, session: Session, device_class: str) -> int:

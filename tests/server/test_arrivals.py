@@ -110,8 +110,8 @@ def test_the_schedule_tells_a_cancelled_search_its_last_results(client):
 
 
 class _HeldRound:
-    """Failure injection: the engine's next proposal round in the thread named `settler`
-    waits until released, as a slow strategy's would."""
+    """Failure injection: the engine's next proposal round, wherever it runs, waits until
+    released, as a slow strategy's would; the rounds after it run as usual."""
 
     def __init__(self, monkeypatch) -> None:
         from search.engine import Engine
@@ -120,7 +120,7 @@ class _HeldRound:
         ask = Engine.ask
 
         def held(engine, slots=1):
-            if threading.current_thread().name == "settler" and not self.release.is_set():
+            if not self.started.is_set():
                 self.started.set()
                 assert self.release.wait(30)
             return ask(engine, slots)
@@ -219,3 +219,22 @@ def test_a_round_that_a_cancel_overtook_is_dropped_and_its_result_still_counts(c
     assert told["value"] == 1
     assert len(client.get("/api/v1/searches/1/candidates").json()) == 1  # none proposed after
     assert client.get("/api/v1/searches/1/points").json()["last"] == 1
+
+
+def test_a_new_search_proposes_its_first_round_outside_the_write_lock(client, monkeypatch):
+    held = _HeldRound(monkeypatch)
+    creating = lambda: client.post("/api/v1/searches", json=search_request())  # noqa: E731
+    creator, created = _in_thread("settler", creating)
+    assert held.started.wait(30)
+    agent = register(client)  # a write meanwhile: not held up by the round
+    services = client.app.state.services
+    claimer, claimed = _in_thread("claimer", lambda: jobs.claim(services, agent))
+    claimer.join(0.5)
+    assert claimer.is_alive()  # nothing queued yet: it waits for the first round
+    held.release.set()
+    for thread in (creator, claimer):
+        thread.join(30)
+        assert not thread.is_alive()
+    assert created["value"].status_code == 201, created["value"].text
+    assert created["value"].json()["progress"]["proposed"] == 4
+    assert claimed["value"] is not None
