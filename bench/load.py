@@ -2,10 +2,10 @@
 
 Per scenario (a store and a number of server processes) a fresh `hwnas serve` (SQLite file,
 or a database of its own on a throwaway PostgreSQL cluster, hwnas.testing.postgres), authentication
-on as deployed, its log in JSON. A user starts `--searches` LTS searches; then `--generators`
-load-generating processes (asyncio + httpx, a pool of one connection per agent) run the
-agents, each registering with the enrollment token and looping claim -> think (a sleep of
-`--think-s`, 0.5x to 1.5x) -> report a synthetic measurement; on 204 it waits `--idle-s`.
+on as deployed, its log in JSON. A user starts `--searches` searches (LTS, or `--strategy`);
+then `--generators` load-generating processes (asyncio + httpx, a pool of one connection per
+agent) run the agents, each registering with the enrollment token and looping claim -> think
+(a sleep of `--think-s`, 0.5x to 1.5x) -> report a synthetic measurement; on 204 it waits `--idle-s`.
 The run stops after `--duration` seconds, at `--results` results or when every search has
 finished; an agent holding a lease still reports it. Every request's latency and status is
 recorded; a failure is a transport error or any status but 2xx (204 only on claims). Then
@@ -15,6 +15,7 @@ log is searched for "database is locked", OperationalError, deadlocks and traceb
 
     .venv/bin/python -m bench.load [--agents 200] [--duration 60] [--results N]
         [--stores sqlite,postgresql] [--workers 1,4] [--think-s 1] [--space JSON]
+        [--strategy lts|hwnas|nsga2]
         [--json-out bench/results/load.json]
 
 Exits 1 when any scenario had a failure, a log finding or an exactly-once violation.
@@ -309,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-s", type=float, default=Load.idle_s, help="wait after a 204")
     parser.add_argument("--keepalive-s", type=float, default=Load.keepalive_s)
     parser.add_argument("--space", type=json.loads, help="the searches' space, as JSON")
+    parser.add_argument("--strategy", default=Load.strategy, choices=["lts", "hwnas", "nsga2"])
     parser.add_argument("--workdir", type=Path, help="keep databases and logs here")
     parser.add_argument("--json-out", type=Path, default=HERE / "results" / "load.json")
     args = parser.parse_args(argv)
@@ -323,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         idle_s=args.idle_s,
         keepalive_s=args.keepalive_s,
         space=args.space,
+        strategy=args.strategy,
     )
     scenarios = scenarios_from(args.stores, args.workers)
     with contextlib.ExitStack() as stack:

@@ -56,14 +56,16 @@ class Load:
     # docs/benchmarks.md). Below the server's timeout, the client always closes first.
     keepalive_s: float = 2.0
     space: dict | None = None  # the searches' space (default: LTS's GPT-2 space)
+    strategy: str = "lts"  # hwnas: a proposal round after every result, outside the lock
 
     def search_request(self, index: int) -> dict:
-        """An LTS search whose first generations keep about 1.5x the agents' jobs queued."""
+        """A search (LTS unless `strategy` says otherwise) whose first generation keeps about
+        1.5x the agents' jobs queued."""
         initial = max(4, math.ceil(1.5 * self.agents / self.searches))
         children = max(1, initial * 2 // 5)
         return {
             "name": f"load {index}",
-            "strategy": "lts",
+            "strategy": self.strategy,
             "device_class": DEVICE_CLASS,
             "measurement": MEASUREMENT,
             "budget": {"max_evaluations": self.budget},

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import SearchStatus
@@ -141,13 +141,14 @@ def settle_waiting(services: Services) -> int:
 def settle_in(services: Services, session: Session, search: SearchRow) -> int:
     """`settle` inside the caller's write transaction, the search's row locked and its engine
     lock held (a claim that found nothing queued, a result told at once)."""
-    waiting = session.scalars(
-        select(ArrivalRow).where(ArrivalRow.search_id == search.id).order_by(ArrivalRow.id)
-    ).all()
-    for arrival in waiting:
-        row = session.get(CandidateRow, arrival.job_id)
-        session.delete(arrival)
-        _tell(services, session, search, row)
+    query = select(ArrivalRow.id, ArrivalRow.job_id).where(ArrivalRow.search_id == search.id)
+    with session.no_autoflush:  # nothing this transaction holds unflushed is an arrival
+        waiting = session.execute(query.order_by(ArrivalRow.id)).all()
+    if not waiting:
+        return 0
+    session.execute(delete(ArrivalRow).where(ArrivalRow.id.in_([i for i, _ in waiting])))
+    for _, job_id in waiting:
+        _tell(services, session, search, session.get(CandidateRow, job_id))
     return len(waiting)
 
 
