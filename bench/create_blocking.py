@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with (
         tempfile.TemporaryDirectory() as tmp,
         serve(Path(tmp), Path(tmp) / "c.db", "--no-auth") as server,
+        httpx.Client(base_url=server.url, timeout=600) as http,
     ):
-        http = httpx.Client(base_url=server.url, timeout=600)
         quiet = [_register(http) for _ in range(args.quiet)]
         done = threading.Event()
         created: dict[str, Any] = {}
