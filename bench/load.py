@@ -1,17 +1,18 @@
 """Load: N simulated agents claiming and reporting concurrently against one real server.
 
-Per scenario (a store and a number of server processes) a fresh `hwnas serve` (SQLite file,
-or a database of its own on a throwaway PostgreSQL cluster, hwnas.testing.postgres), authentication
-on as deployed, its log in JSON. A user starts `--searches` searches (LTS, or `--strategy`);
-then `--generators` load-generating processes (asyncio + httpx, a pool of one connection per
-agent) run the agents, each registering with the enrollment token and looping claim -> think
-(a sleep of `--think-s`, 0.5x to 1.5x) -> report a synthetic measurement; on 204 it waits
-`--idle-s`. The run stops after `--duration` seconds, at `--results` results or when every
-search has finished; an agent holding a lease still reports it. Every request's latency and status is
-recorded; a failure is a transport error or any status but 2xx (204 only on claims). Then
-exactly-once is checked over the API (every accepted result is one measured candidate with
-that agent's measurement, and nothing else is; agents' jobs_done add up), and the server's
-log is searched for "database is locked", OperationalError, deadlocks and tracebacks.
+Per scenario (a store and a number of server processes) a fresh `hwnas serve` (SQLite file, or
+a database of its own on a throwaway PostgreSQL cluster, hwnas.testing.postgres),
+authentication on as deployed, its log in JSON. A user starts `--searches` searches (LTS, or
+`--strategy`); then `--generators` load-generating processes (asyncio + httpx, a pool of one
+connection per agent) run the agents, each registering with the enrollment token and looping
+claim -> think (a sleep of `--think-s`, 0.5x to 1.5x) -> report a synthetic measurement; on 204
+it waits `--idle-s`. The run stops after `--duration` seconds, at `--results` results or when
+every search has finished; an agent holding a lease still reports it. Every request's latency
+and status is recorded; a failure is a transport error or any status but 2xx (204 only on
+claims). Then exactly-once is checked over the API (every accepted result is one measured
+candidate with that agent's measurement, and nothing else is; agents' jobs_done add up), and
+the server's log is searched for "database is locked", OperationalError, deadlocks and
+tracebacks.
 
     .venv/bin/python -m bench.load [--agents 200] [--duration 60] [--results N]
         [--stores sqlite,postgresql] [--workers 1,4] [--think-s 1] [--space JSON]
