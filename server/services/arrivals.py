@@ -47,17 +47,28 @@ def settle(services: Services, search_id: int) -> int:
     screens a pool with fitted models, tens of milliseconds), each round runs outside the
     store's write lock, so that claims and results go on meanwhile (`_settle_around`);
     otherwise the results are told in one transaction. The search's engine lock keeps this
-    process's other threads off the engine."""
-    with services.store.read() as session:  # under load, an earlier settle took them all
-        search = get_search(session, search_id)
-        if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
-            return 0
-        around = rounds_outside(search)
-    with services.engines.lock(search_id):
-        if around:
-            return _settle_around(services, search_id)
-        with services.store.write() as session:
-            return settle_in(services, session, get_search(session, search_id, lock=True))
+    process's other threads off the engine; a settle that finds it held leaves at once (it
+    must not hold a worker thread waiting), since the holder looks again after letting go."""
+    told = 0
+    while True:
+        with services.store.read() as session:  # under load, an earlier settle took them all
+            search = get_search(session, search_id)
+            if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
+                return told
+            around = rounds_outside(search)
+        lock = services.engines.lock(search_id)
+        if not lock.acquire(blocking=False):
+            return told
+        try:
+            if around:
+                told += _settle_around(services, search_id)
+            else:
+                with services.store.write() as session:
+                    search = get_search(session, search_id, lock=True)
+                    told += settle_in(services, session, search)
+                services.engines.round_written(search_id)
+        finally:
+            lock.release()
 
 
 def rounds_outside(search: SearchRow) -> bool:
@@ -77,20 +88,25 @@ def _settle_around(services: Services, search_id: int) -> int:
     heard: tuple[int, int, Engine | None, list[Candidate] | None, int] | None = None
     try:
         while True:
+            written = False
             with services.store.write() as session:
                 search = get_search(session, search_id, lock=True)
                 if heard is not None:
-                    if _write_heard(services, session, search, *heard):
+                    written = _write_heard(services, session, search, *heard)
+                    if written:
                         told += 1
                     else:
                         services.engines.drop(search_id)  # told again, from the rows
                     heard = None
                 arrival = _next(session, search)
-                if arrival is None:
-                    return told
-                row = session.get(CandidateRow, arrival.job_id)
-                engine, slots = _engine(services, session, search)
-                revision, arrival_id = search.revision, arrival.id
+                if arrival is not None:
+                    row = session.get(CandidateRow, arrival.job_id)
+                    engine, slots = _engine(services, session, search)
+                    revision, arrival_id = search.revision, arrival.id
+            if written:  # committed: claims waiting for its proposals may take them
+                services.engines.round_written(search_id)
+            if arrival is None:
+                return told
             asked = _hear(engine, row, slots)  # the costly part, outside the write lock
             heard = (arrival_id, revision, engine, asked, slots)
     except BaseException:

@@ -81,6 +81,7 @@ class EngineCache:
         # search id -> the lock a thread holds while it uses the search's engine outside the
         # store's write lock (a proposal round: server.services.arrivals.settle)
         self._locks: dict[int, threading.Lock] = {}
+        self._rounds: dict[int, threading.Condition] = {}  # notified as such a round is written
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
         self.catch_ups = 0  # stale engines brought up to date from the new rows only
 
@@ -111,6 +112,18 @@ class EngineCache:
             self.restores += 1
         self._engines[search.id] = (engine, search.revision)
         return engine
+
+    def round_written(self, search_id: int) -> None:
+        """A proposal round run outside the write lock was written: wake `wait_round`."""
+        condition = self._rounds.setdefault(search_id, threading.Condition())
+        with condition:
+            condition.notify_all()
+
+    def wait_round(self, search_id: int, timeout: float) -> None:
+        """Wait until the search's next round outside the write lock is written, or timeout."""
+        condition = self._rounds.setdefault(search_id, threading.Condition())
+        with condition:
+            condition.wait(timeout)
 
     def lock(self, search_id: int) -> threading.Lock:
         """The search's engine lock: whoever uses its engine outside the store's write lock

@@ -12,7 +12,6 @@ if the job has no result yet.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from datetime import datetime, timedelta
 
@@ -64,9 +63,7 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
         if queued:
             lease = _take_queued(services.store, agent_id)
         if lease is None and busy:
-            for lock in busy:
-                if lock.acquire(timeout=_ROUND_WAIT_S):
-                    lock.release()
+            services.engines.wait_round(busy[0], _ROUND_WAIT_S)
             lease = _take_queued(services.store, agent_id)
     if lease is None:
         if len(idle) >= _IDLE_KEPT:
@@ -79,9 +76,10 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
 
 _IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one write
 # How long a claim that found nothing waits for a proposal round under way in another thread
-# (server.services.arrivals.settle) before it answers "no work": one round of the costliest
-# strategy is well inside it, and an agent told "no work" waits its poll interval instead.
-_ROUND_WAIT_S = 2.0
+# (server.services.arrivals.settle) to be written before it answers "no work": one round of
+# the costliest strategy is well inside it, and an agent told "no work" waits its poll
+# interval instead. (The waiting claim holds a worker thread meanwhile.)
+_ROUND_WAIT_S = 1.0
 
 
 def _servable(agent: AgentRow) -> ColumnElement[bool]:
@@ -225,14 +223,14 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(CandidateRow.round > 0, mine, runnable)
 
 
-def _top_up(services: Services, agent_id: str) -> tuple[bool, list[threading.Lock]]:
+def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int]]:
     """Let every running search this agent could serve hear the results waiting for it
     (`server.services.arrivals`) and propose for the free slots (strategies without a
     generation barrier propose per free agent: this may be the one they have not proposed
     for yet). A search another process or thread is busy with is skipped, not waited for.
-    Returns whether a job this agent can take is queued now, and the engine locks of the
-    searches this process's other threads hold."""
-    busy: list[threading.Lock] = []
+    Returns whether a job this agent can take is queued now, and the searches whose engines
+    this process's other threads hold."""
+    busy: list[int] = []
     with services.store.write() as session:
         store = services.store
         agent = seen(session, agent_id, store.now(), store.settings.lease_seconds)
@@ -242,7 +240,7 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[threading.Loc
         for search in session.scalars(query).all():
             lock = services.engines.lock(search.id)
             if not lock.acquire(blocking=False):
-                busy.append(lock)
+                busy.append(search.id)
                 continue
             try:
                 settle_in(services, session, search)

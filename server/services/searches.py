@@ -87,6 +87,7 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
             services.engines.drop(search_id)  # cancelled meanwhile: the round is void
             return
         advance(services, session, search, asked, slots)
+    services.engines.round_written(search_id)
 
 
 def live_agents(store: Store, session: Session, device_class: str) -> int:
