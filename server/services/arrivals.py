@@ -71,6 +71,38 @@ def settle(services: Services, search_id: int) -> int:
             lock.release()
 
 
+def propose_round(services: Services, search_id: int) -> None:
+    """A proposal round with no new result, for a search whose rounds run outside the write
+    lock (a claim found nothing queued: an agent may have come online, a free slot): asked
+    outside the lock, written if nothing moved the search meanwhile. Leaves at once when
+    another thread holds the engine (its round will propose)."""
+    lock = services.engines.lock(search_id)
+    if not lock.acquire(blocking=False):
+        return
+    try:
+        with services.store.write() as session:
+            search = get_search(session, search_id, lock=True)
+            engine, slots = _engine(services, session, search)
+            revision = search.revision
+        if engine is None:
+            return
+        try:
+            asked = engine.ask(slots)
+            with services.store.write() as session:
+                search = get_search(session, search_id, lock=True)
+                fresh = search.revision == revision
+                if not fresh or services.engines.get(session, search) is not engine:
+                    services.engines.drop(search_id)  # the round is void
+                    return
+                advance(services, session, search, asked, slots)
+        except BaseException:
+            services.engines.drop(search_id)  # it proposed what no row says
+            raise
+        services.engines.round_written(search_id)
+    finally:
+        lock.release()
+
+
 def rounds_outside(search: SearchRow) -> bool:
     """Whether the search's proposal rounds run outside the store's write lock: a running
     search whose strategy's rounds are slow (`Engine.slow_rounds`)."""

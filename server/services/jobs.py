@@ -34,7 +34,15 @@ from archvocab.wire import (
 from search.noise import reference_architecture
 from server.errors import Conflict, NotFound
 from server.services.agents import capabilities, capabilities_of, recently_seen, seen
-from server.services.arrivals import arrive, rounds_outside, settle_in, tell_now, waiting_for
+from server.services.arrivals import (
+    arrive,
+    propose_round,
+    rounds_outside,
+    settle,
+    settle_in,
+    tell_now,
+    waiting_for,
+)
 from server.services.context import Services
 from server.services.events import log_event
 from server.services.leases import any_expired, requeue_expired
@@ -59,7 +67,13 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
     if lease is None:
         # Results may wait to be told, or a proposal round may be under way in another
         # thread (`busy`): either leaves work queued once done.
-        queued, busy = _top_up(services, agent_id)
+        queued, busy, around = _top_up(services, agent_id)
+        for search_id in around:  # outside the write lock; a round under way counts as busy
+            if not settle(services, search_id):
+                propose_round(services, search_id)
+            if services.engines.lock(search_id).locked():
+                busy.append(search_id)
+            queued = True
         if queued:
             lease = _take_queued(services.store, agent_id)
         if lease is None and busy:
@@ -223,14 +237,16 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(CandidateRow.round > 0, mine, runnable)
 
 
-def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int]]:
+def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[int]]:
     """Let every running search this agent could serve hear the results waiting for it
     (`server.services.arrivals`) and propose for the free slots (strategies without a
     generation barrier propose per free agent: this may be the one they have not proposed
     for yet). A search another process or thread is busy with is skipped, not waited for.
-    Returns whether a job this agent can take is queued now, and the searches whose engines
-    this process's other threads hold."""
+    Returns whether a job this agent can take is queued now, the searches whose engines this
+    process's other threads hold, and those whose proposal rounds run outside the write lock
+    (`arrivals.rounds_outside`), left for the caller to settle and ask after this."""
     busy: list[int] = []
+    around: list[int] = []
     with services.store.write() as session:
         store = services.store
         agent = seen(session, agent_id, store.now(), store.settings.lease_seconds)
@@ -238,6 +254,9 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int]]:
         if services.store.row_locks:
             query = query.with_for_update(skip_locked=True)
         for search in session.scalars(query).all():
+            if rounds_outside(search):
+                around.append(search.id)
+                continue
             lock = services.engines.lock(search.id)
             if not lock.acquire(blocking=False):
                 busy.append(search.id)
@@ -247,7 +266,7 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int]]:
                 advance(services, session, search)
             finally:
                 lock.release()
-        return session.scalar(_queued_for(agent)) is not None, busy
+        return session.scalar(_queued_for(agent)) is not None, busy, around
 
 
 def _lease(
