@@ -40,7 +40,7 @@ def arrive(session: Session, search: SearchRow, row: CandidateRow) -> None:
     session.add(ArrivalRow(search_id=search.id, job_id=row.id))
 
 
-def settle(services: Services, search_id: int) -> int:
+def settle(services: Services, search_id: int, most: int | None = None) -> int:
     """Tell the search the results that arrived for it, in order; returns how many.
 
     Where the strategy's proposal rounds are slow (`Engine.slow_rounds`: strategy hwnas
@@ -48,9 +48,11 @@ def settle(services: Services, search_id: int) -> int:
     store's write lock, so that claims and results go on meanwhile (`_settle_around`);
     otherwise the results are told in one transaction. The search's engine lock keeps this
     process's other threads off the engine; a settle that finds it held leaves at once (it
-    must not hold a worker thread waiting), since the holder looks again after letting go."""
+    must not hold a worker thread waiting), since the holder looks again after letting go.
+    With `most` (a claim, which must answer soon), it tells at most that many (results keep
+    arriving under load); the rest are left to their own settles and the schedule."""
     told = 0
-    while True:
+    while most is None or told < most:
         with services.store.read() as session:  # under load, an earlier settle took them all
             search = get_search(session, search_id)
             if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
@@ -61,7 +63,7 @@ def settle(services: Services, search_id: int) -> int:
             return told
         try:
             if around:
-                told += _settle_around(services, search_id)
+                told += _settle_around(services, search_id, None if most is None else most - told)
             else:
                 with services.store.write() as session:
                     search = get_search(session, search_id, lock=True)
@@ -69,6 +71,7 @@ def settle(services: Services, search_id: int) -> int:
                 services.engines.round_written(search_id)
         finally:
             lock.release()
+    return told
 
 
 def propose_round(services: Services, search_id: int) -> None:
@@ -110,12 +113,12 @@ def rounds_outside(search: SearchRow) -> bool:
     return running and ENGINES[search.parsed_request.strategy].slow_rounds
 
 
-def _settle_around(services: Services, search_id: int) -> int:
+def _settle_around(services: Services, search_id: int, most: int | None) -> int:
     """`settle` with each proposal round outside the write lock: a result is heard (told and
     asked) between transactions, and the next transaction writes its number and proposals
     together, if nothing moved the search meanwhile (another process, a cancel); else the
     engine, which heard what the rows do not say, is dropped and the result told again from
-    the rows. Each transaction also takes the next result to hear."""
+    the rows. Each transaction also takes the next result to hear, up to `most` told."""
     told = 0
     heard: tuple[int, int, Engine | None, list[Candidate] | None, int] | None = None
     try:
@@ -130,7 +133,8 @@ def _settle_around(services: Services, search_id: int) -> int:
                     else:
                         services.engines.drop(search_id)  # told again, from the rows
                     heard = None
-                arrival = _next(session, search)
+                done = most is not None and told >= most
+                arrival = None if done else _next(session, search)
                 if arrival is not None:
                     row = session.get(CandidateRow, arrival.job_id)
                     engine, slots = _engine(services, session, search)

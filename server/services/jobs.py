@@ -69,7 +69,7 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
         # thread (`busy`): either leaves work queued once done.
         queued, busy, around = _top_up(services, agent_id)
         for search_id in around:  # outside the write lock; a round under way counts as busy
-            if not settle(services, search_id):
+            if not settle(services, search_id, most=1):
                 propose_round(services, search_id)
             if services.engines.lock(search_id).locked():
                 busy.append(search_id)
