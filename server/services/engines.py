@@ -62,7 +62,8 @@ def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict
 
 class EngineCache:
     """search id -> (live engine, the search revision it reflects). Callers hold the
-    store's write lock and, where several processes share the store, the search's row lock.
+    store's write lock and, where several processes share the store, the search's row lock;
+    a proposal round between transactions holds the search's engine lock (`lock`) instead.
     It observes the store's write transactions (`Store.observe`): a rolled-back one drops the
     engines it held.
 

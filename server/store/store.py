@@ -37,8 +37,10 @@ class Store:
             self.db.execution_options(**WRITE), expire_on_commit=False
         )
         # One writer at a time in this process: the engines the services cache are not
-        # thread-safe. Other processes are kept out by the database: SQLite has one writer, and
-        # on PostgreSQL a write that touches a search locks the search's row (`get_search`).
+        # thread-safe (a proposal round run outside this lock holds the search's engine lock
+        # instead: server.services.arrivals). Other processes are kept out by the database:
+        # SQLite has one writer, and on PostgreSQL a write that touches a search locks the
+        # search's row (`get_search`).
         self.write_lock = threading.RLock()
         self.row_locks = self.db.dialect.name == "postgresql"
         self._observers: list[TransactionObserver] = []
