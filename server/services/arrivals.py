@@ -28,7 +28,7 @@ from search.records import Candidate
 from search.strategies import ENGINES
 from server.services.context import Services
 from server.services.engines import measured_values
-from server.services.searches import advance, measuring_slots, recorded
+from server.services.searches import advance, measuring_slots, recorded, write_round
 from server.store.rows import ArrivalRow, CandidateRow, SearchRow
 from server.store.store import get_search
 
@@ -90,18 +90,10 @@ def propose_round(services: Services, search_id: int) -> None:
         if engine is None:
             return
         try:
-            asked = engine.ask(slots)
-            with services.store.write() as session:
-                search = get_search(session, search_id, lock=True)
-                fresh = search.revision == revision
-                if not fresh or services.engines.get(session, search) is not engine:
-                    services.engines.drop(search_id)  # the round is void
-                    return
-                advance(services, session, search, asked, slots)
+            write_round(services, search_id, engine, engine.ask(slots), slots, revision)
         except BaseException:
             services.engines.drop(search_id)  # it proposed what no row says
             raise
-        services.engines.round_written(search_id)
     finally:
         lock.release()
 

@@ -81,13 +81,29 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
         with services.store.write() as session:
             session.delete(get_search(session, search_id, lock=True))
         raise
+    write_round(services, search_id, engine, asked, slots, revision=0)
+
+
+def write_round(
+    services: Services,
+    search_id: int,
+    engine: Engine,
+    asked: list[Candidate],
+    slots: int,
+    revision: int,
+) -> bool:
+    """Write the proposals `engine` made outside the write lock for `slots`, if the search is
+    still at `revision` and this engine is still its engine; else the round is void (a
+    cancel, another process) and the engine, which holds proposals no row has, is dropped.
+    Claims waiting for a round hear of it (`EngineCache.wait_round`)."""
     with services.store.write() as session:
         search = get_search(session, search_id, lock=True)
-        if search.revision != 0 or services.engines.get(session, search) is not engine:
-            services.engines.drop(search_id)  # cancelled meanwhile: the round is void
-            return
+        if search.revision != revision or services.engines.get(session, search) is not engine:
+            services.engines.drop(search_id)
+            return False
         advance(services, session, search, asked, slots)
     services.engines.round_written(search_id)
+    return True
 
 
 def live_agents(store: Store, session: Session, device_class: str) -> int:

@@ -238,3 +238,14 @@ def test_a_new_search_proposes_its_first_round_outside_the_write_lock(client, mo
     assert created["value"].status_code == 201, created["value"].text
     assert created["value"].json()["progress"]["proposed"] == 4
     assert claimed["value"] is not None
+
+
+def test_an_agent_joining_a_slow_round_search_gets_a_job_proposed_for_it(client):
+    services, (agent,) = _slow_search(client, 1)
+    first = jobs.claim(services, agent)
+    assert first is not None
+    assert jobs.claim(services, agent) is None  # one agent, one job: nothing more yet
+    other = register(client)  # a second measuring slot
+    second = jobs.claim(services, other)  # proposed for it, outside the write lock
+    assert second is not None and second.arch_id != first.arch_id
+    assert len(client.get("/api/v1/searches/1/candidates").json()) == 2
