@@ -84,6 +84,11 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
     write_round(services, search_id, engine, asked, slots, revision=0)
 
 
+# A round's proposals are written this many to a transaction: a first generation of 10,000
+# took the write lock for over 2 s in one (bench/create_blocking.py).
+ROUND_CHUNK = 500
+
+
 def write_round(
     services: Services,
     search_id: int,
@@ -92,18 +97,40 @@ def write_round(
     slots: int,
     revision: int,
 ) -> bool:
-    """Write the proposals `engine` made outside the write lock for `slots`, if the search is
-    still at `revision` and this engine is still its engine; else the round is void (a
-    cancel, another process) and the engine, which holds proposals no row has, is dropped.
-    Claims waiting for a round hear of it (`EngineCache.wait_round`)."""
-    with services.store.write() as session:
-        search = get_search(session, search_id, lock=True)
-        if search.revision != revision or services.engines.get(session, search) is not engine:
-            services.engines.drop(search_id)
-            return False
-        advance(services, session, search, asked, slots)
-    services.engines.round_written(search_id)
-    return True
+    """Write the proposals `engine` made outside the write lock for `slots`, `ROUND_CHUNK` to
+    a transaction, while the search is still at the revision the last one left and this
+    engine is still its engine; else the round is void (a cancel, another process) and the
+    engine, which holds proposals no row has, is dropped. Claims waiting for a round hear of
+    each part (`EngineCache.wait_round`): they may take what is written already."""
+    while True:
+        part, asked = asked[:ROUND_CHUNK], asked[ROUND_CHUNK:]
+        with services.store.write() as session:
+            search = get_search(session, search_id, lock=True)
+            current = services.engines.get(session, search) if search.revision == revision else None
+            if current is not engine:
+                services.engines.drop(search_id)
+                return False
+            if asked:  # not the last part: written, the engine asked nothing more yet
+                _enqueue(services, session, search, engine, part)
+            else:
+                advance(services, session, search, part, slots)
+            revision = search.revision
+        services.engines.round_written(search_id)
+        if not asked:
+            return True
+
+
+def _enqueue(
+    services: Services,
+    session: Session,
+    search: SearchRow,
+    engine: Engine,
+    batch: list[Candidate],
+) -> None:
+    """Persist the engine's proposals; those the measurement cache has are told at once."""
+    services.engines.changed(search)
+    for row in enqueue(session, search, batch, services.store.now()):
+        tell(services, session, search, row, engine)
 
 
 def live_agents(store: Store, session: Session, device_class: str) -> int:
@@ -150,9 +177,7 @@ def advance(
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
     while batch:
-        services.engines.changed(search)
-        for row in enqueue(session, search, batch, services.store.now()):
-            tell(services, session, search, row, engine)
+        _enqueue(services, session, search, engine, batch)
         batch = engine.ask(slots)
     if engine.finished and not remeasure.queue(services.results, session, search, slots):
         search.status = SearchStatus.FINISHED

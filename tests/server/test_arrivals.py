@@ -249,3 +249,18 @@ def test_an_agent_joining_a_slow_round_search_gets_a_job_proposed_for_it(client)
     second = jobs.claim(services, other)  # proposed for it, outside the write lock
     assert second is not None and second.arch_id != first.arch_id
     assert len(client.get("/api/v1/searches/1/candidates").json()) == 2
+
+
+def test_a_first_generation_written_in_parts_is_the_same_search(make_client, monkeypatch):
+    from server.services import searches
+
+    request = search_request(population={"initial": 10, "parents": 2, "mutations": 2})
+    whole = make_client("whole.db")
+    whole.post("/api/v1/searches", json=request).raise_for_status()
+    expected = [c["arch_id"] for c in whole.get("/api/v1/searches/1/candidates").json()]
+    monkeypatch.setattr(searches, "ROUND_CHUNK", 3)
+    parts = make_client("parts.db")
+    created = parts.post("/api/v1/searches", json=request).json()
+    assert created["progress"]["queued"] == 10
+    assert [c["arch_id"] for c in parts.get("/api/v1/searches/1/candidates").json()] == expected
+    assert created["progress"]["generation"] == 0 and len(expected) == 10
