@@ -20,12 +20,15 @@ from server.services.leases import requeue_stale, sweep_interval
 log = logging.getLogger("hwnas.leases")
 
 
-async def requeue_on_schedule(services: Services) -> None:
-    """Every sweep interval, requeue what expired and settle what waits; a failed pass (the
-    database away) is logged and the next one tries again."""
+async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
+    """Every sweep interval until `stop` is set, requeue what expired and settle what waits; a
+    failed pass (the database away) is logged and the next one tries again."""
     interval = sweep_interval(services.store.settings)
     while True:
-        await asyncio.sleep(interval)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)
+        if stop.is_set():
+            return
         try:
             # In a worker thread: the pass is a blocking database transaction.
             await to_thread.run_sync(requeue_stale, services.store)
@@ -37,11 +40,12 @@ async def requeue_on_schedule(services: Services) -> None:
 @contextlib.asynccontextmanager
 async def lease_schedule(services: Services) -> AsyncIterator[None]:
     """Run the schedule for the with-block (the app's lifespan). On exit a pass under way
-    finishes first (anyio waits for its thread), so the store closes after it."""
-    task = asyncio.create_task(requeue_on_schedule(services), name="requeue-expired-leases")
+    finishes first, so the store closes after it: the task is told to stop, not cancelled,
+    because cancelling leaves the pass's thread running (and holding a pooled connection)."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(requeue_on_schedule(services, stop), name="requeue-expired-leases")
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        stop.set()
+        await task

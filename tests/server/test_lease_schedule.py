@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import server.app.sweeper as sweeper
 from server.services.leases import requeue_stale, sweep_grace, sweep_interval
 from server.settings import Settings
 from tests.factories import play_agent, register, search_request, synthetic_measurement
@@ -111,3 +112,25 @@ def test_server_processes_sweeping_one_database_requeue_each_job_once(make_clien
     assert sum(counts) == 2 and len(counts) == len(stores)
     taken = [_claim(second, register(second))["job_id"] for _ in range(2)]
     assert sorted(taken) == sorted(lease["job_id"] for lease in leases)
+
+
+def test_stopping_the_server_waits_for_a_sweep_under_way(make_client, monkeypatch):
+    # A pass made slow (failure injection): the app's shutdown must let it finish before the
+    # store closes, or the pass's pooled connection outlives its pool.
+    events: list[str] = []
+    started = threading.Event()
+
+    def slow_pass(store) -> int:
+        started.set()
+        time.sleep(0.3)
+        events.append("pass finished")
+        return 0
+
+    monkeypatch.setattr(sweeper, "requeue_stale", slow_pass)
+    client = make_client(requeue_every_s=0.01)
+    store = client.app.state.store
+    close = store.close
+    monkeypatch.setattr(store, "close", lambda: (events.append("store closed"), close()))
+    assert started.wait(10)
+    client.__exit__(None, None, None)
+    assert events[-2:] == ["pass finished", "store closed"]
