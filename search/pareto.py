@@ -147,13 +147,18 @@ def dominated_by(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDAr
     """For each row: does any of `others` dominate it?"""
     if len(others) == 0:
         return np.zeros(len(rows), dtype=bool)
+    return dominated_pairs(rows, others).any(axis=1)
+
+
+def dominated_pairs(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """(rows x others): does other j dominate row i?"""
     # Column by column: numpy reduces a short trailing axis much more slowly.
     le = others[None, :, 0] <= rows[:, None, 0]
     lt = others[None, :, 0] < rows[:, None, 0]
     for j in range(1, rows.shape[1]):
         le &= others[None, :, j] <= rows[:, None, j]
         lt |= others[None, :, j] < rows[:, None, j]
-    return (le & lt).any(axis=1)
+    return le & lt
 
 
 def _dominated_by_any(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
@@ -201,13 +206,25 @@ def front_beyond_noise(
     front_idx = np.flatnonzero(plain)
     group[front_idx] = front_idx
     kept_by_noise = np.flatnonzero(mask & ~plain)
-    if len(kept_by_noise):
-        front = values[front_idx]
-        for i in kept_by_noise:
-            le = np.all(front <= values[i], axis=1)
-            lt = np.any(front < values[i], axis=1)
-            group[i] = front_idx[np.flatnonzero(le & lt)[0]]
+    group[kept_by_noise] = front_idx[_first_dominator(values[kept_by_noise], values[front_idx])]
     return mask, group
+
+
+def _first_dominator(rows: NDArray[np.float64], front: NDArray[np.float64]) -> NDArray[np.intp]:
+    """For each row, the index in `front` of the first point that dominates it (each row must
+    have one), a block of rows at a time."""
+    out = np.empty(len(rows), dtype=np.intp)
+    for start in range(0, len(rows), _BLOCK):
+        block = rows[start : start + _BLOCK]
+        found = np.full(len(block), -1, dtype=np.intp)
+        for f in range(0, len(front), _FRONT_BLOCK):
+            hit = dominated_pairs(block, front[f : f + _FRONT_BLOCK])
+            new = (found < 0) & hit.any(axis=1)
+            found[new] = f + hit[new].argmax(axis=1)
+            if (found >= 0).all():
+                break
+        out[start : start + len(block)] = found
+    return out
 
 
 def beyond_doubt(low: ArrayLike, high: ArrayLike, members: ArrayLike) -> NDArray[np.bool_]:
@@ -228,20 +245,35 @@ def beyond_doubt(low: ArrayLike, high: ArrayLike, members: ArrayLike) -> NDArray
         )
     out = np.zeros(len(lo), dtype=bool)
     idx = np.flatnonzero(inside)
+    if len(idx) == 0:
+        return out
+    # Rivals whose best case no other member's best case dominates (the "leaders") suffice for
+    # every member but themselves: a best case that dominates a worst case is dominated or
+    # equalled by a leader's, which dominates that worst case too. A leader is checked against
+    # every member, since the best case dominating its worst case may be one only its own
+    # best case dominates. That is (members x leaders) comparisons, not members squared.
     rivals = lo[idx]
-    for start in range(0, len(idx), _BLOCK):
-        rows = idx[start : start + _BLOCK]
-        doubted = np.zeros(len(rows), dtype=bool)
-        for f in range(0, len(idx), _FRONT_BLOCK):
-            # (rows x rivals): does rival j's best case dominate row i's worst case?
-            block = rivals[f : f + _FRONT_BLOCK]
-            le = block[None, :, 0] <= hi[rows][:, None, 0]
-            lt = block[None, :, 0] < hi[rows][:, None, 0]
-            for j in range(1, lo.shape[1]):
-                le &= block[None, :, j] <= hi[rows][:, None, j]
-                lt |= block[None, :, j] < hi[rows][:, None, j]
-            hit = le & lt
-            own = rows[:, None] == idx[None, f : f + _FRONT_BLOCK]
-            doubted |= (hit & ~own).any(axis=1)
-        out[rows] = ~doubted
+    leading = non_dominated_mask(rivals)
+    leaders = idx[leading]
+    out[idx[~leading]] = ~_dominated_by_any(hi[idx[~leading]], lo[leaders])
+    out[leaders] = ~_dominated_by_other(hi, leaders, lo, idx)
+    return out
+
+
+def _dominated_by_other(
+    high: NDArray[np.float64],
+    rows: NDArray[np.intp],
+    low: NDArray[np.float64],
+    others: NDArray[np.intp],
+) -> NDArray[np.bool_]:
+    """For each index in `rows`: does any index of `others` but itself have a `low` that
+    dominates the row's `high`?"""
+    out = np.zeros(len(rows), dtype=bool)
+    for start in range(0, len(rows), _BLOCK):
+        block = rows[start : start + _BLOCK]
+        for f in range(0, len(others), _FRONT_BLOCK):
+            rival = others[f : f + _FRONT_BLOCK]
+            hit = dominated_pairs(high[block], low[rival])
+            hit &= block[:, None] != rival[None, :]
+            out[start : start + len(block)] |= hit.any(axis=1)
     return out

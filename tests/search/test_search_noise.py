@@ -177,6 +177,38 @@ def test_beyond_doubt_matches_its_definition_across_blocks(width: float) -> None
         assert (certain == non_dominated_mask(points)).all()
 
 
+def test_beyond_doubt_checks_a_leader_against_what_only_it_dominates() -> None:
+    # A's best case dominates B's, so A leads; B's best case still dominates A's worst case.
+    low = np.array([[1.0, 1.0], [2.0, 2.0]])
+    high = np.array([[3.0, 3.0], [2.5, 2.5]])
+    assert list(beyond_doubt(low, high, np.array([True, True]))) == [False, False]
+    assert list(beyond_doubt(low, high, np.array([True, False]))) == [True, False]
+
+
+@pytest.mark.parametrize("width", [0.0, 0.03, 0.2])
+def test_front_beyond_noise_groups_each_point_with_its_first_nominal_dominator(
+    width: float,
+) -> None:
+    rng = np.random.default_rng(7)
+    points = rng.random((600, 3)) + 1
+    points[:, 2] = 4 - points[:, 0] - points[:, 1] + 0.3 * rng.random(600)
+    low, high = points * (1 - width), points * (1 + width)
+    mask, group = front_beyond_noise(points, low, high)
+    plain = np.flatnonzero(non_dominated_mask(points))
+    for i in range(len(points)):
+        off = any(
+            np.all(high[j] <= low[i]) and np.any(high[j] < low[i]) for j in range(len(points))
+        )
+        assert mask[i] == (not off)
+        if not mask[i]:
+            assert group[i] == -1
+            continue
+        dominators = [
+            j for j in plain if np.all(points[j] <= points[i]) and np.any(points[j] < points[i])
+        ]
+        assert group[i] == (dominators[0] if dominators else i)
+
+
 def test_beyond_doubt_shrinks_as_the_intervals_grow() -> None:
     rng = np.random.default_rng(6)
     points = rng.random((300, 3)) + 1
