@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from archvocab.errors import InvalidSpec
 from archvocab.wire import OBJECTIVE_SENSE, Constraints
 from search.errors import InvalidResult
-from search.pareto import beyond_doubt, dominated_by, front_beyond_noise
+from search.pareto import dominated_by, front_beyond_noise
 
 
 def within_bounds(constraints: Constraints, values: Mapping[str, float | None]) -> bool:
@@ -31,25 +31,9 @@ def minimised(objectives: Sequence[str], rows: Sequence[Mapping[str, float]]) ->
     return values.reshape(len(rows), len(objectives)) * signs
 
 
-def front_of(nominal: NDArray, half_widths: NDArray) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
-    """The frontier beyond noise of minimised `nominal` values (`minimised`), each known to
-    within a log half-width (`half_widths`, same shape; 0 where exact): (mask, group) as
-    `search.pareto.front_beyond_noise` gives them. Engines and the server's result tables
-    both call this."""
-    low, high = _interval(nominal, half_widths)
-    return front_beyond_noise(nominal, low, high)
-
-
-def certain_of(nominal: NDArray, half_widths: NDArray, members: NDArray) -> NDArray[np.bool_]:
-    """Which `members` of `front_of`'s frontier stay on it whatever the noise
-    (`search.pareto.beyond_doubt`); the others cannot be told on or off it."""
-    low, high = _interval(nominal, half_widths)
-    return beyond_doubt(low, high, members)
-
-
-def _interval(nominal: NDArray, half_widths: NDArray) -> tuple[NDArray, NDArray]:
+def interval_bounds(nominal: NDArray, half_widths: NDArray) -> tuple[NDArray, NDArray]:
     """(low, high) of minimised values known to within log half-widths (negated values
-    flip which end is which)."""
+    flip which end is which), as `search.pareto` wants them."""
     low, high = nominal * np.exp(-half_widths), nominal * np.exp(half_widths)
     return np.minimum(low, high), np.maximum(low, high)
 
@@ -119,7 +103,8 @@ class Objectives:
     def front(self, rows: Sequence[Mapping[str, float]]) -> NDArray[np.bool_]:
         """Which of `rows` (objective values) are not dominated beyond the tolerance."""
         nominal = minimised(self.names, rows)
-        mask, _ = front_of(nominal, np.broadcast_to(self._widths(), nominal.shape))
+        low, high = interval_bounds(nominal, np.broadcast_to(self._widths(), nominal.shape))
+        mask, _ = front_beyond_noise(nominal, low, high)
         return mask
 
     def extend_front(self, front: NDArray, row: Sequence[float]) -> tuple[bool, NDArray[np.bool_]]:
@@ -128,7 +113,7 @@ class Objectives:
         transitive with one width per objective, so this is `front` of the frontier and the
         row, at the cost of one comparison per member."""
         nominal = np.vstack([np.reshape(front, (-1, len(self.names))), [row]])
-        low, high = _interval(nominal, np.broadcast_to(self._widths(), nominal.shape))
+        low, high = interval_bounds(nominal, np.broadcast_to(self._widths(), nominal.shape))
         joins = not dominated_by(low[-1:], high[:-1])[0]
         stays = ~dominated_by(low[:-1], high[-1:]) if joins else np.ones(len(front), dtype=bool)
         return joins, stays

@@ -13,6 +13,7 @@ moves done in C), more a blocked sweep costing O(n x front size) in vectorised n
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -208,6 +209,86 @@ def front_beyond_noise(
     kept_by_noise = np.flatnonzero(mask & ~plain)
     group[kept_by_noise] = front_idx[_first_dominator(values[kept_by_noise], values[front_idx])]
     return mask, group
+
+
+@dataclass(frozen=True)
+class NoisyFront:
+    """A frontier beyond noise (`front_beyond_noise`) with what each member's place rests on,
+    members in arrival order: their values and intervals, `group` (the index of the member's
+    nominal frontier point, itself for one) and `certain` (`beyond_doubt`).
+
+    `extend` adds one point after all the others at the cost of a few comparisons per member,
+    so a table that grows result by result need not rebuild its frontier each time.
+    """
+
+    nominal: NDArray[np.float64]
+    low: NDArray[np.float64]
+    high: NDArray[np.float64]
+    group: NDArray[np.intp]
+    certain: NDArray[np.bool_]
+
+    @classmethod
+    def of(
+        cls, nominal: ArrayLike, low: ArrayLike, high: ArrayLike
+    ) -> tuple[NDArray[np.bool_], NoisyFront]:
+        """(which rows are members, the front they make)."""
+        values, lo, hi = (np.asarray(a, dtype=float) for a in (nominal, low, high))
+        mask, group = front_beyond_noise(values, lo, hi)
+        certain = beyond_doubt(lo, hi, mask)
+        rows = np.flatnonzero(mask)
+        position = np.full(len(values), -1, dtype=np.intp)
+        position[rows] = np.arange(len(rows))
+        return mask, cls(values[rows], lo[rows], hi[rows], position[group[rows]], certain[rows])
+
+    def __len__(self) -> int:
+        return len(self.nominal)
+
+    @property
+    def plain(self) -> NDArray[np.bool_]:
+        """Members on the nominal frontier."""
+        return self.group == np.arange(len(self.group))
+
+    def extend(
+        self, nominal: ArrayLike, low: ArrayLike, high: ArrayLike
+    ) -> tuple[NoisyFront, NDArray[np.bool_]] | None:
+        """The front of the members and one more point (after them in arrival order), as `of`
+        would build it from every point so far, and which members stay on it; None when the
+        point does not join (then nothing changes).
+
+        Members suffice as rivals throughout: whatever dominates the point beyond noise, or
+        nominally, is dominated by a member (`front_beyond_noise`, `beyond_doubt`); a member
+        the point pushes off doubted no one the point does not doubt itself; and a nominal
+        frontier point the point pushes off was nominally dominated by it.
+        """
+        x, x_lo, x_hi = (np.asarray(a, dtype=float)[None, :] for a in (nominal, low, high))
+        if dominated_by(x_lo, self.high)[0]:
+            return None
+        stays = ~dominated_pairs(self.low, x_hi)[:, 0]
+        plain = self.plain
+        x_plain = not dominated_by(x, self.nominal[plain])[0]
+        lost = plain & dominated_pairs(self.nominal, x)[:, 0]
+        certain = self.certain & ~dominated_pairs(self.high, x_lo)[:, 0]
+        keep = np.flatnonzero(stays)
+        x_certain = not dominated_by(x_hi, self.low[keep])[0]
+        position = np.full(len(self), -1, dtype=np.intp)
+        position[keep] = np.arange(len(keep))
+        values = np.vstack([self.nominal[keep], x])
+        group = np.append(position[self.group[keep]], len(keep))
+        still_plain = np.append((plain & ~lost)[keep], x_plain)
+        leaders = np.flatnonzero(still_plain)
+        # A member whose nominal frontier point the new one pushed off (perhaps itself) is
+        # grouped anew, as the new one is unless it leads.
+        regroup = np.flatnonzero(np.append(lost[self.group[keep]], not x_plain))
+        if len(regroup):
+            group[regroup] = leaders[_first_dominator(values[regroup], values[leaders])]
+        front = NoisyFront(
+            values,
+            np.vstack([self.low[keep], x_lo]),
+            np.vstack([self.high[keep], x_hi]),
+            group,
+            np.append(certain[keep], x_certain),
+        )
+        return front, stays
 
 
 def _first_dominator(rows: NDArray[np.float64], front: NDArray[np.float64]) -> NDArray[np.intp]:

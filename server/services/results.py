@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,8 @@ import numpy as np
 
 from archvocab.wire import OBJECTIVE_SENSE, JobStatus, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
-from search.objectives import certain_of, front_of
+from search.objectives import interval_bounds
+from search.pareto import NoisyFront
 from server.services.frontier import feasibility
 
 
@@ -100,6 +101,7 @@ class ResultTable:
     _again: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # quiet ones
     _by_arch: dict[str, Told] = field(default_factory=dict)
     _level: tuple[float, float] | None = None  # the median reference reading, once per refit
+    _front: NoisyFront | None = None  # what `frontier`'s places rest on, member by member
 
     @property
     def objectives(self) -> list[str]:
@@ -144,7 +146,10 @@ class ResultTable:
         # need looking at. A new reading or re-measurement moves every interval: all of them.
         same = noise == self.noise and level == self._level and not again
         self.noise, self._level = noise, level
-        self._frontier(self.frontier + new if same else self.rows)
+        if same and self._front is not None and len(new) <= JOIN_AT_MOST:
+            self._join(new)
+        else:
+            self._frontier(self.frontier + new if same else self.rows)
 
     def quiet_measurements(self, t: Told) -> list[tuple[float, float]]:
         """(latency, memory) of every measurement of `t` not flagged busy."""
@@ -227,10 +232,60 @@ class ResultTable:
         return Uncertainty(values, len(quiet), intervals, corrected, group, certain)
 
     def _frontier(self, pool: list[Told]) -> None:
-        """The frontier beyond noise among `pool` (results with a quiet measurement count),
-        vectorised: a search may hold 100,000 results and this runs whenever results arrive.
-        With `noise.frontier_values = "corrected"` it ranks (and checks the bounds of) the
-        drift-corrected values instead of the measured ones."""
+        """The frontier beyond noise among `pool` (results with a quiet measurement count, in
+        result order), vectorised: a search may hold 100,000 results."""
+        nominal, half, usable = self._points(pool)
+        rows = np.flatnonzero(usable)
+        mask, front = NoisyFront.of(nominal[rows], *interval_bounds(nominal[rows], half[rows]))
+        members = [pool[rows[i]] for i in np.flatnonzero(mask)]
+        self._front, self.frontier = front, members
+        self.plain_frontier = int(front.plain.sum())
+        self.uncertainty = {
+            t.arch_id: self.describe(t.arch_id, members[g].arch_id, bool(c))
+            for t, g, c in zip(members, front.group, front.certain, strict=True)
+        }
+
+    def _join(self, new: list[Told]) -> None:
+        """Add newer results to the frontier one at a time (`NoisyFront.extend`) with the noise
+        model unchanged: a few comparisons per member each, not a rebuild. The table's lists
+        are replaced, never changed in place, since readers may hold them."""
+        assert self._front is not None
+        front, members, uncertainty = self._front, self.frontier, dict(self.uncertainty)
+        for t in new:
+            nominal, half, usable = self._points([t])
+            if not usable[0]:
+                continue
+            joined = front.extend(nominal[0], *(b[0] for b in interval_bounds(nominal, half)))
+            if joined is None:
+                continue
+            before, (front, stays) = front, joined
+            keep = np.flatnonzero(stays)
+            for i in np.flatnonzero(~stays):
+                del uncertainty[members[i].arch_id]
+            members = (
+                [*members, t] if len(keep) == len(members) else [*(members[i] for i in keep), t]
+            )
+            position = np.full(len(before), -1, dtype=np.intp)
+            position[keep] = np.arange(len(keep))
+            moved = (position[before.group[keep]] != front.group[:-1]) | (
+                before.certain[keep] != front.certain[:-1]
+            )
+            for i in np.flatnonzero(moved):
+                arch = members[i].arch_id
+                group = members[front.group[i]].arch_id
+                uncertainty[arch] = replace(
+                    uncertainty[arch], group=group, certain=bool(front.certain[i])
+                )
+            uncertainty[t.arch_id] = self.describe(
+                t.arch_id, members[front.group[-1]].arch_id, bool(front.certain[-1])
+            )
+        self._front, self.frontier, self.uncertainty = front, members, uncertainty
+        self.plain_frontier = int(front.plain.sum())
+
+    def _points(self, pool: list[Told]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(values as `search.pareto` wants them, log half-widths, usable) of `pool`'s rows,
+        in objective order. With `noise.frontier_values = "corrected"` the measured values are
+        the drift-corrected ones, and the bounds are checked on them."""
         objectives, request = self.objectives, self.request
         assert self.noise is not None
         corrected = request.noise.frontier_values == "corrected"
@@ -242,21 +297,22 @@ class ResultTable:
         if corrected and self._level is not None:
             self._correct(pool, nominal, usable)
         repeats = np.ones(n)
-        index = {t.arch_id: i for i, t in enumerate(pool)}
-        for arch in self._again:  # re-measured: the mean of its quiet measurements
-            i = index.get(arch)
-            u = self.describe(arch) if i is not None else None
-            if u is None or not u.measurements:
-                continue
-            values = {**pool[i].values, **(u.corrected if corrected else u.values)}
-            nominal[i] = [_number(values.get(o)) for o in objectives]
-            repeats[i] = u.measurements
-            usable[i] = bool(
-                feasibility(request, JobStatus.MEASURED, values["latency_ms"], values["memory_mb"])
-            )
+        if self._again:
+            index = {t.arch_id: i for i, t in enumerate(pool)}
+            for arch in self._again:  # re-measured: the mean of its quiet measurements
+                i = index.get(arch)
+                u = self.describe(arch) if i is not None else None
+                if u is None or not u.measurements:
+                    continue
+                values = {**pool[i].values, **(u.corrected if corrected else u.values)}
+                nominal[i] = [_number(values.get(o)) for o in objectives]
+                repeats[i] = u.measurements
+                usable[i] = bool(
+                    feasibility(
+                        request, JobStatus.MEASURED, values["latency_ms"], values["memory_mb"]
+                    )
+                )
         usable &= ~np.isnan(nominal).any(axis=1)
-        rows = np.flatnonzero(usable)
-        nominal, repeats = nominal[rows], repeats[rows]
         half = np.zeros_like(nominal)
         for j, objective in enumerate(objectives):
             if objective in METRICS:  # measured: known to within the noise; the rest exact
@@ -266,15 +322,7 @@ class ResultTable:
                 }
                 half[:, j] = [widths[r] for r in repeats]
         signs = np.array([-1.0 if OBJECTIVE_SENSE[o] == "max" else 1.0 for o in objectives])
-        mask, group = front_of(nominal * signs, half)
-        certain = certain_of(nominal * signs, half, mask)
-        self.plain_frontier = int(np.sum(group == np.arange(len(group))))
-        members = [
-            (pool[rows[i]], pool[rows[group[i]]].arch_id, bool(certain[i]))
-            for i in np.flatnonzero(mask)
-        ]
-        self.frontier = sorted((t for t, _, _ in members), key=lambda t: t.seq)
-        self.uncertainty = {t.arch_id: self.describe(t.arch_id, g, c) for t, g, c in members}
+        return nominal * signs, half, usable
 
     def _correct(self, pool: list[Told], nominal: np.ndarray, usable: np.ndarray) -> None:
         """Drift-correct `pool`'s measured objectives in place (as `describe` does for one)
@@ -293,6 +341,11 @@ class ResultTable:
                     _number(t.values.get(m)) * factors[i, c] for c, m in enumerate(METRICS)
                 )
                 usable[i] = bool(feasibility(self.request, JobStatus.MEASURED, latency, memory))
+
+
+# New results added one at a time (`ResultTable._join`) up to this many at once; more are
+# cheaper to add by rebuilding the frontier from the members and them.
+JOIN_AT_MOST = 256
 
 
 def _number(value: float | None) -> float:

@@ -16,7 +16,7 @@ from search.noise import (
     pooled_log_variance,
     prior,
 )
-from search.pareto import beyond_doubt, front_beyond_noise, non_dominated_mask
+from search.pareto import NoisyFront, beyond_doubt, front_beyond_noise, non_dominated_mask
 
 
 def test_pooled_variance_ignores_singletons_and_pools_within_groups() -> None:
@@ -207,6 +207,30 @@ def test_front_beyond_noise_groups_each_point_with_its_first_nominal_dominator(
             j for j in plain if np.all(points[j] <= points[i]) and np.any(points[j] < points[i])
         ]
         assert group[i] == (dominators[0] if dominators else i)
+
+
+@pytest.mark.parametrize(("seed", "width"), [(8, 0.0), (9, 0.02), (10, 0.1), (11, 0.3)])
+def test_a_front_extended_point_by_point_is_the_one_built_at_once(seed: int, width: float) -> None:
+    rng = np.random.default_rng(seed)
+    points = rng.random((500, 3)) + 1
+    points[:, 2] = 4 - points[:, 0] - points[:, 1] + 0.3 * rng.random(500)
+    points[40] = points[39]  # an exact copy
+    points[60, 0] = points[59, 0]  # a tie in one objective
+    widths = width * rng.random((500, 1))  # each its own width, as repeats give
+    low, high = points * (1 - widths), points * (1 + widths)
+    _, front = NoisyFront.of(points[:1], low[:1], high[:1])
+    members = [0]
+    for i in range(1, len(points)):
+        joined = front.extend(points[i], low[i], high[i])
+        if joined is None:
+            continue
+        front, stays = joined
+        members = [m for m, s in zip(members, stays, strict=True) if s] + [i]
+    mask, whole = NoisyFront.of(points, low, high)
+    assert members == list(np.flatnonzero(mask))
+    for name in ("nominal", "low", "high", "group", "certain"):
+        assert (getattr(front, name) == getattr(whole, name)).all(), name
+    assert 0 < whole.plain.sum() <= len(whole)
 
 
 def test_beyond_doubt_shrinks_as_the_intervals_grow() -> None:

@@ -45,27 +45,53 @@ def told(i: int, rng: random.Random, reading: bool, busy: bool = False) -> Told:
 def snapshot(table: ResultTable) -> tuple:
     return (
         [t.arch_id for t in table.frontier],
-        {arch: (u.group, u.intervals) for arch, u in table.uncertainty.items()},
+        {arch: (u.group, u.certain, u.intervals) for arch, u in table.uncertainty.items()},
         table.plain_frontier,
     )
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_the_frontier_kept_result_by_result_is_the_one_built_at_once(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "every"), [(0, 7), (1, 7), (2, 7), (3, 50), (4, 50), (5, 400)])
+@pytest.mark.parametrize("values", ["measured", "corrected"])
+def test_the_frontier_kept_result_by_result_is_the_one_built_at_once(
+    seed: int, every: int, values: str
+) -> None:
+    # Between reference readings (one every `every` results) the noise model stays put and
+    # results join the frontier one at a time; a reading rebuilds it.
+    request = REQUEST.model_copy(
+        update={"noise": REQUEST.noise.model_copy(update={"frontier_values": values})}
+    )
     rng = random.Random(seed)
-    rows = [told(i, rng, reading=i % 7 == 0, busy=i % 13 == 5) for i in range(400)]
-    live = ResultTable(1, REQUEST)
+    rows = [told(i, rng, reading=i % every == 0, busy=i % 13 == 5) for i in range(400)]
+    live = ResultTable(1, request)
     position = 0
     while position < len(rows):  # arrivals in uneven batches, some bringing a new reading
         step = rng.randint(1, 9)
         live.add(rows[position : position + step])
         position += step
-    whole = ResultTable(1, REQUEST)
+    whole = ResultTable(1, request)
     whole.add(rows)
     assert snapshot(live) == snapshot(whole)
     assert len(live.frontier) > live.plain_frontier > 0  # the noise keeps some dominated ones
     assert len(live.frontier) < len(rows)
+    assert 0 < sum(u.certain for u in live.uncertainty.values()) < len(live.frontier)
     assert not any(t.busy for t in live.frontier)
+
+
+def test_results_after_a_re_measurement_join_as_in_a_table_built_at_once() -> None:
+    rng = random.Random(9)
+    rows = [told(i, rng, reading=i == 0) for i in range(300)]
+    live = ResultTable(1, REQUEST)
+    live.add(rows[:100])
+    point = live.frontier[0]
+    again = Again(1, point.arch_id, point.values["latency_ms"] * 0.9, 1.0, False, None, None)
+    live.add([], [again])
+    for t in rows[100:]:
+        live.add([t])
+    whole = ResultTable(1, REQUEST)
+    whole.add([], [again])
+    whole.add(rows)
+    assert snapshot(live) == snapshot(whole)
+    assert live.uncertainty[point.arch_id].measurements == 2
 
 
 def test_a_re_measurement_moves_its_point_and_narrows_its_interval() -> None:
