@@ -240,9 +240,15 @@ class Client:
         data = self._call("GET", f"/searches/{search_id}/candidates", params=params)
         return [CandidateInfo.model_validate(c) for c in data]
 
-    def points(self, search_id: int, after: int = 0) -> SearchPoints:
-        """Every told result as one compact table (only those numbered after `after`)."""
-        data = self._call("GET", f"/searches/{search_id}/points", params={"after": after})
+    def points(
+        self, search_id: int, after: int = 0, frontier_since: str | None = None
+    ) -> SearchPoints:
+        """Every told result as one compact table (only those numbered after `after`), and the
+        frontier (only what changed since the `frontier_token` given as `frontier_since`)."""
+        params: dict[str, Any] = {"after": after}
+        if frontier_since is not None:
+            params["frontier_since"] = frontier_since
+        data = self._call("GET", f"/searches/{search_id}/points", params=params)
         return SearchPoints.model_validate(data)
 
     def points_frame(self, search_id: int) -> Any:

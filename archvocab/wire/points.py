@@ -2,7 +2,8 @@
 
 A search may hold tens of thousands of candidates: one object per candidate with its full
 measurement would be megabytes per poll. This is one row per told result, as a list of plain
-values under `columns`, and can be read incrementally (`after`: the last result number seen).
+values under `columns`, and can be read incrementally (`after`: the last result number seen;
+`frontier_since`: the frontier state last read).
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ class SearchPoints(Strict):
     rows: list[list[Any]] = Field(description="results numbered above `after`, in that order")
     after: int = Field(description="the `after` this answers: rows are results after it")
     last: int = Field(description="the highest result number so far: the next poll's `after`")
-    frontier: list[str] = Field(description="arch ids on the measured frontier, over all rows")
+    frontier: list[str] = Field(
+        description="arch ids on the measured frontier, over all rows; with `frontier_since`, "
+        "only those whose place changed since then"
+    )
     intervals: dict[str, dict[str, list[float]]] = Field(
         default_factory=dict,
         description="per frontier arch id, per measured objective: [low, high], where a "
@@ -61,6 +65,21 @@ class SearchPoints(Strict):
         default_factory=list,
         description="the frontier arch ids no other point could dominate within the noise "
         "(on the frontier whatever a re-measurement gives)",
+    )
+    frontier_token: str = Field(
+        "",
+        description="names the frontier state this answer holds: send it back as "
+        "`frontier_since` to read only what changed",
+    )
+    frontier_since: str | None = Field(
+        None,
+        description="null: `frontier`, `intervals`, `estimates`, `groups` and `certain` hold "
+        "the whole frontier. Otherwise the token they update: they hold only the arch ids "
+        "whose place changed since it, each replacing what the reader held for it, and "
+        "`left` the changed ones now off the frontier",
+    )
+    left: list[str] = Field(
+        default_factory=list, description="with `frontier_since`: arch ids off the frontier now"
     )
     epoch: str = Field(
         description="changes when earlier rows change (their hypervolumes, once the "

@@ -124,9 +124,11 @@ def get_points(
     search_id: SearchId,
     request: Request,
     after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+    frontier_since: Annotated[str | None, Query(max_length=64)] = None,
 ) -> SearchPoints:
-    """Every told result as one compact table, and the frontier; `after` reads only newer ones."""
-    return points.search_points(services_of(request), search_id, after)
+    """Every told result as one compact table, and the frontier; `after` reads only newer
+    results, `frontier_since` (a `frontier_token` read before) only the frontier's changes."""
+    return points.search_points(services_of(request), search_id, after, frontier_since)
 
 
 @router.get(

@@ -1,6 +1,7 @@
 // #/search/ID : one search. Frontier slices, a 3-D view, the baseline, the hypervolume over
 // time and the sortable candidate table; while the search runs, only results newer than the
-// last seen are fetched (points?after=N).
+// last seen are fetched (points?after=N), and of the frontier only what changed
+// (points?frontier_since=TOKEN).
 import { ApiError, api, esc, fmt, progressBar, specSummary } from "./api.js";
 import { poll } from "./app.js";
 import { convergence, cube, label, slice } from "./plots.js";
@@ -39,7 +40,8 @@ export function mount(view, [id]) {
 async function refresh(view, state) {
   const started = performance.now();
   const info = await api(`/searches/${state.id}`);
-  let points = await api(`/searches/${state.id}/points?after=${state.last}`);
+  const since = state.token ? `&frontier_since=${encodeURIComponent(state.token)}` : "";
+  let points = await api(`/searches/${state.id}/points?after=${state.last}${since}`);
   if (state.epoch !== undefined && points.epoch !== state.epoch) {
     // Earlier rows changed (hypervolumes backfilled once the normalisation was fixed).
     state.rows = [];
@@ -52,12 +54,7 @@ async function refresh(view, state) {
   const timings = { fetch_ms: fetched - started, rows_ms: performance.now() - fetched };
   state.last = points.last;
   // Re-measurements move frontier points and intervals without adding result rows.
-  const frontierChanged = !sameSet(state.frontier, points.frontier)
-    || JSON.stringify(points.intervals) !== JSON.stringify(state.intervals || {});
-  state.frontier = new Set(points.frontier);
-  state.intervals = points.intervals;
-  state.certain = new Set(points.certain || []);
-  state.estimates = points.estimates;
+  const frontierChanged = takeFrontier(state, points);
   if (state.baseline === null) state.baseline = await baseline(state);
   state.status = info.status;
   renderFacts(view, info, state);
@@ -279,6 +276,32 @@ function showPlots(view, state, measured) {
   note.hidden = measured > 0;
   view.querySelector(".plots").hidden = measured === 0;
   return measured > 0;
+}
+
+// The answer's frontier: the whole of it, or (with frontier_since) the arch ids whose place
+// changed, each replacing what was held for it. Returns whether anything changed.
+function takeFrontier(state, points) {
+  state.token = points.frontier_token;
+  if (points.frontier_since == null) {
+    const changed = !sameSet(state.frontier, points.frontier)
+      || JSON.stringify(points.intervals) !== JSON.stringify(state.intervals || {});
+    state.frontier = new Set(points.frontier);
+    state.intervals = points.intervals;
+    state.certain = new Set(points.certain || []);
+    state.estimates = points.estimates;
+    return changed;
+  }
+  for (const arch of [...points.frontier, ...points.left]) {
+    state.frontier.delete(arch);
+    state.certain.delete(arch);
+    delete state.intervals[arch];
+    delete state.estimates[arch];
+  }
+  for (const arch of points.frontier) state.frontier.add(arch);
+  for (const arch of points.certain) state.certain.add(arch);
+  Object.assign(state.intervals, points.intervals);
+  Object.assign(state.estimates, points.estimates);
+  return points.frontier.length + points.left.length > 0;
 }
 
 function sameSet(set, list) {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 from archvocab.wire import BASE_COLUMNS, JobStatus, SearchPoints
@@ -11,37 +12,50 @@ from server.services.searches import census
 from server.store.store import get_search
 
 
-def search_points(services: Services, search_id: int, after: int = 0) -> SearchPoints:
+def search_points(
+    services: Services, search_id: int, after: int = 0, frontier_since: str | None = None
+) -> SearchPoints:
     with services.store.read() as session:
         search = get_search(session, search_id)
         table = services.results.get(session, search)
-        request = search.parsed_request
-        proxy = request.proxy_objective
-        extra = [] if proxy in BASE_COLUMNS else [proxy]
         counts = census(session, search_id).by_status
-        new = [t for t in table.rows if t.seq > after]
-        return SearchPoints(
-            search_id=search_id,
-            status=search.status,
-            objectives=list(request.objectives),
-            columns=[*BASE_COLUMNS, *extra, "spec"],
-            rows=[_row(t, extra) for t in new],
-            after=after,
-            last=table.last,
-            frontier=[t.arch_id for t in table.frontier],
-            intervals={
-                arch: {m: list(v) for m, v in u.intervals.items()}
-                for arch, u in table.uncertainty.items()
-            },
-            groups={arch: u.group for arch, u in table.uncertainty.items() if u.group},
-            certain=[arch for arch, u in table.uncertainty.items() if u.certain],
-            estimates={
-                arch: dict(u.values) for arch, u in table.uncertainty.items() if u.measurements > 1
-            },
-            epoch=table.epoch,
-            queued=counts.get(JobStatus.QUEUED, 0),
-            running=counts.get(JobStatus.RUNNING, 0),
-        )
+        status = search.status
+    # The token before the frontier: a table that moves on meanwhile is read again next time.
+    token = table.frontier_token
+    changed = table.changed_since(frontier_since) if frontier_since else None
+    uncertainty = table.uncertainty
+    if changed is None:
+        frontier, left = [t.arch_id for t in table.frontier], []
+    else:
+        frontier = sorted((a for a in changed if a in uncertainty), key=table.seq_of)
+        left = sorted(a for a in changed if a not in uncertainty)
+    described = [(arch, uncertainty[arch]) for arch in frontier if arch in uncertainty]
+    request = table.request
+    proxy = request.proxy_objective
+    extra = [] if proxy in BASE_COLUMNS else [proxy]
+    rows = table.rows  # grows in place as results come: read up to one length
+    end = len(rows)
+    new = rows[bisect_right(rows, after, 0, end, key=lambda t: t.seq) : end]
+    return SearchPoints(
+        search_id=search_id,
+        status=status,
+        objectives=list(request.objectives),
+        columns=[*BASE_COLUMNS, *extra, "spec"],
+        rows=[_row(t, extra) for t in new],
+        after=after,
+        last=rows[end - 1].seq if end else 0,
+        frontier=frontier,
+        intervals={arch: {m: list(v) for m, v in u.intervals.items()} for arch, u in described},
+        groups={arch: u.group for arch, u in described if u.group},
+        certain=[arch for arch, u in described if u.certain],
+        estimates={arch: dict(u.values) for arch, u in described if u.measurements > 1},
+        frontier_token=token,
+        frontier_since=None if changed is None else frontier_since,
+        left=left,
+        epoch=table.epoch,
+        queued=counts.get(JobStatus.QUEUED, 0),
+        running=counts.get(JobStatus.RUNNING, 0),
+    )
 
 
 def _row(t: Told, extra: list[str]) -> list[Any]:

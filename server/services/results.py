@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -102,6 +103,12 @@ class ResultTable:
     _by_arch: dict[str, Told] = field(default_factory=dict)
     _level: tuple[float, float] | None = None  # the median reference reading, once per refit
     _front: NoisyFront | None = None  # what `frontier`'s places rest on, member by member
+    # Each change of the frontier: (revision, arch ids whose place changed), since the last
+    # rebuild (which changes every place) and at most CHANGES_KEPT of them.
+    revision: int = 0
+    _changes: list[tuple[int, frozenset[str]]] = field(default_factory=list)
+    _rebuilt: int = 0
+    _name: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
     @property
     def objectives(self) -> list[str]:
@@ -120,6 +127,33 @@ class ResultTable:
     @property
     def last(self) -> int:
         return self.rows[-1].seq if self.rows else 0
+
+    def seq_of(self, arch_id: str) -> int:
+        """The result number of a told architecture."""
+        return self._by_arch[arch_id].seq
+
+    @property
+    def frontier_token(self) -> str:
+        """Names the frontier's state in this table: another table (another process, or a
+        rebuilt cache) never gives the same name."""
+        return f"{self._name}.{self.revision}"
+
+    def changed_since(self, token: str) -> set[str] | None:
+        """The arch ids whose place on the frontier (membership, interval, group, certainty)
+        changed since the state `token` names; None when this table cannot tell (another
+        table's token, or one from before its last rebuild)."""
+        name, _, revision = token.partition(".")
+        if name != self._name or not revision.isdigit() or int(revision) > self.revision:
+            return None
+        since = int(revision)
+        if since < self._rebuilt:
+            return None
+        changed: set[str] = set()
+        for at, archs in reversed(self._changes):
+            if at <= since:
+                break
+            changed |= archs
+        return changed
 
     def add(self, new: list[Told], again: list[Again] | tuple = ()) -> None:
         """Append results and re-measurements; refit the noise model and the frontier when
@@ -244,6 +278,9 @@ class ResultTable:
             t.arch_id: self.describe(t.arch_id, members[g].arch_id, bool(c))
             for t, g, c in zip(members, front.group, front.certain, strict=True)
         }
+        # Last: a reader reads the token first, so it never names a newer state than it saw.
+        self._rebuilt, self._changes = self.revision + 1, []
+        self.revision += 1
 
     def _join(self, new: list[Told]) -> None:
         """Add newer results to the frontier one at a time (`NoisyFront.extend`) with the noise
@@ -251,6 +288,7 @@ class ResultTable:
         are replaced, never changed in place, since readers may hold them."""
         assert self._front is not None
         front, members, uncertainty = self._front, self.frontier, dict(self.uncertainty)
+        changes: list[tuple[int, frozenset[str]]] = []
         for t in new:
             nominal, half, usable = self._points([t])
             if not usable[0]:
@@ -259,6 +297,7 @@ class ResultTable:
             if joined is None:
                 continue
             before, (front, stays) = front, joined
+            before_members = members
             keep = np.flatnonzero(stays)
             for i in np.flatnonzero(~stays):
                 del uncertainty[members[i].arch_id]
@@ -279,8 +318,24 @@ class ResultTable:
             uncertainty[t.arch_id] = self.describe(
                 t.arch_id, members[front.group[-1]].arch_id, bool(front.certain[-1])
             )
+            touched = {t.arch_id, *(members[i].arch_id for i in np.flatnonzero(moved))}
+            touched.update(before_members[i].arch_id for i in np.flatnonzero(~stays))
+            changes.append((self.revision + len(changes) + 1, frozenset(touched)))
         self._front, self.frontier, self.uncertainty = front, members, uncertainty
+        self._record(changes)
         self.plain_frontier = int(front.plain.sum())
+
+    def _record(self, changes: list[tuple[int, frozenset[str]]]) -> None:
+        """Keep the changes a join made (after the frontier they describe is in place, so a
+        reader never sees a token newer than the frontier)."""
+        if not changes:
+            return
+        kept = [*self._changes, *changes]
+        if len(kept) > CHANGES_KEPT:
+            kept = kept[-CHANGES_KEPT:]
+            self._rebuilt = kept[0][0] - 1
+        self._changes = kept
+        self.revision = changes[-1][0]
 
     def _points(self, pool: list[Told]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(values as `search.pareto` wants them, log half-widths, usable) of `pool`'s rows,
@@ -346,6 +401,8 @@ class ResultTable:
 # New results added one at a time (`ResultTable._join`) up to this many at once; more are
 # cheaper to add by rebuilding the frontier from the members and them.
 JOIN_AT_MOST = 256
+# Frontier changes a table remembers, for readers that ask what changed since a state.
+CHANGES_KEPT = 5000
 
 
 def _number(value: float | None) -> float:

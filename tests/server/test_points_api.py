@@ -91,4 +91,68 @@ def test_tables_of_many_searches_are_evicted_and_rebuilt_the_same(client):
     before = client.get(f"/api/v1/searches/{first}/points").json()
     client.get(f"/api/v1/searches/{second}/points")  # evicts the first search's table
     assert len(services.results) == 1
-    assert client.get(f"/api/v1/searches/{first}/points").json() == before
+    after = client.get(f"/api/v1/searches/{first}/points").json()
+    assert after.pop("frontier_token") != before.pop("frontier_token")  # another table
+    assert after == before
+
+
+def _frontier_state(points: dict) -> dict:
+    return {
+        "frontier": set(points["frontier"]),
+        **{key: points[key] for key in ("intervals", "groups", "estimates")},
+        "certain": set(points["certain"]),
+    }
+
+
+def _apply(state: dict, delta: dict) -> None:
+    """What a reader does with an answer to `frontier_since`: each changed arch id's entries
+    are replaced by the answer's."""
+    for arch in (*delta["frontier"], *delta["left"]):
+        state["frontier"].discard(arch)
+        state["certain"].discard(arch)
+        for key in ("intervals", "groups", "estimates"):
+            state[key].pop(arch, None)
+    state["frontier"].update(delta["frontier"])
+    state["certain"].update(delta["certain"])
+    for key in ("intervals", "groups", "estimates"):
+        state[key].update(delta[key])
+
+
+def test_a_reader_following_the_frontier_by_its_changes_holds_the_whole_of_it(client):
+    request = search_request(budget={"max_evaluations": 40})
+    search = client.post("/api/v1/searches", json=request).json()
+    url = f"/api/v1/searches/{search['id']}/points"
+    agent = register(client)
+    first = client.get(url).json()
+    state, token, last = _frontier_state(first), first["frontier_token"], first["last"]
+    deltas = sent = held = 0
+    while play_agent(client, agent, max_jobs=1):
+        answer = client.get(url, params={"after": last, "frontier_since": token}).json()
+        if answer["frontier_since"] is None:
+            state = _frontier_state(answer)
+        else:
+            assert answer["frontier_since"] == token
+            deltas += 1
+            sent += len(answer["frontier"]) + len(answer["left"])
+            _apply(state, answer)
+        token, last = answer["frontier_token"], answer["last"]
+        whole = client.get(url).json()
+        assert state == _frontier_state(whole)
+        held += len(whole["frontier"])
+    # (Results that push others off: tests/server/test_result_table.py.)
+    assert state["frontier"] and deltas >= 30
+    assert sent < held / 2  # what changed, not the whole frontier each time
+    unchanged = client.get(url, params={"after": last, "frontier_since": token}).json()
+    assert unchanged["frontier_since"] == token and unchanged["frontier"] == []
+    assert unchanged["frontier_token"] == token and unchanged["rows"] == []
+
+
+def test_a_frontier_token_this_table_did_not_give_reads_the_whole_frontier(client):
+    search_id = _finished(client)
+    url = f"/api/v1/searches/{search_id}/points"
+    whole = client.get(url).json()
+    for token in ("elsewhere.3", "nonsense", whole["frontier_token"].split(".")[0] + ".999"):
+        answer = client.get(url, params={"frontier_since": token}).json()
+        assert answer["frontier_since"] is None and answer["frontier"] == whole["frontier"]
+    too_long = client.get(url, params={"frontier_since": "x" * 65})
+    assert too_long.status_code == 422 and "frontier_since" in too_long.json()["message"]

@@ -77,6 +77,33 @@ def test_the_frontier_kept_result_by_result_is_the_one_built_at_once(
     assert not any(t.busy for t in live.frontier)
 
 
+def test_the_changes_a_table_names_rebuild_its_frontier_from_an_earlier_one() -> None:
+    rng = random.Random(11)
+    rows = [told(i, rng, reading=i % 60 == 0) for i in range(300)]
+    table = ResultTable(1, REQUEST)
+    table.add(rows[:5])
+    held = dict(table.uncertainty)
+    token, deltas, left = table.frontier_token, 0, 0
+    for t in rows[5:]:
+        table.add([t])
+        changed = table.changed_since(token)
+        if changed is None:  # a new reading rebuilt the frontier: read it whole
+            held = dict(table.uncertainty)
+        else:
+            deltas += 1
+            left += sum(arch not in table.uncertainty for arch in changed)
+            for arch in changed:
+                held.pop(arch, None)
+                if arch in table.uncertainty:
+                    held[arch] = table.uncertainty[arch]
+        token = table.frontier_token
+        assert held == table.uncertainty
+    assert deltas > 250 and left > 0
+    assert table.changed_since(token) == set()
+    assert table.changed_since("another.1") is None
+    assert ResultTable(1, REQUEST).frontier_token != ResultTable(1, REQUEST).frontier_token
+
+
 def test_results_after_a_re_measurement_join_as_in_a_table_built_at_once() -> None:
     rng = random.Random(9)
     rows = [told(i, rng, reading=i == 0) for i in range(300)]
