@@ -27,7 +27,7 @@ from archvocab.wire import (
 )
 from server.errors import NotFound
 from server.services.context import Services
-from server.services.searches import frontier
+from server.services.searches import FrontierPoint, candidates_by_arch, frontier
 
 # Values every point has whatever its search's objectives (server.services.frontier.values_of).
 ALWAYS = ("decoder_params", "total_params", "latency_ms", "memory_mb")
@@ -49,7 +49,7 @@ class Bound:
     objective: str
     value: float
 
-    def value_of(self, point: CandidateInfo, bounds_on: str) -> float | None:
+    def value_of(self, point: FrontierPoint, bounds_on: str) -> float | None:
         """What the bound is compared with: the value, or the end of the interval nearer it."""
         value = point.objectives.get(self.objective)
         interval = point.intervals.get(self.objective)
@@ -57,7 +57,7 @@ class Bound:
             return interval[1] if self.side == "max" else interval[0]
         return value
 
-    def met(self, point: CandidateInfo, bounds_on: str) -> bool:
+    def met(self, point: FrontierPoint, bounds_on: str) -> bool:
         value = self.value_of(point, bounds_on)  # a missing value meets no bound
         if value is None:
             return False
@@ -76,16 +76,16 @@ class Choice:
     order_by: str | None
     descending: bool
 
-    def fails(self, point: CandidateInfo) -> list[str]:
+    def fails(self, point: FrontierPoint) -> list[str]:
         return [b.name for b in self.bounds if not b.met(point, self.bounds_on)]
 
-    def ranked(self, points: Sequence[CandidateInfo]) -> list[CandidateInfo]:
+    def ranked(self, points: Sequence[FrontierPoint]) -> list[FrontierPoint]:
         """`points` best first in the order (ties by arch id; a missing value last)."""
         if self.order_by is None:
             return list(points)
         sign = -1.0 if self.descending else 1.0
 
-        def key(p: CandidateInfo) -> tuple[bool, float, str]:
+        def key(p: FrontierPoint) -> tuple[bool, float, str]:
             value = p.objectives.get(self.order_by or "")
             return (value is None, sign * (value or 0.0), p.arch_id)
 
@@ -143,12 +143,14 @@ def _check_ranges(bounds: list[Bound]) -> None:
 def frontier_points(
     services: Services, search_id: int, query: ChoosingQuery
 ) -> list[CandidateInfo]:
-    """The frontier's points that meet the bounds, in the order, at most `query.limit`."""
+    """The frontier's points that meet the bounds, in the order, at most `query.limit`: chosen
+    among the result table's points, and only those read in full."""
     request, front = frontier(services, search_id)
     choice = checked(query, request)
     meeting = [p for p in choice.ranked(front) if not choice.fails(p)]
     limit = getattr(query, "limit", None)
-    return meeting if limit is None else meeting[:limit]
+    chosen = meeting if limit is None else meeting[:limit]
+    return candidates_by_arch(services, search_id, [p.arch_id for p in chosen])
 
 
 def pick(services: Services, search_id: int, query: ChoosingQuery) -> FrontierPick:
@@ -173,15 +175,24 @@ def pick(services: Services, search_id: int, query: ChoosingQuery) -> FrontierPi
     best = meeting[0]
     at, n = ranked.index(best), getattr(query, "neighbours", 2)
 
-    def around(i: int) -> PickNeighbour:
-        return PickNeighbour(offset=i - at, fails=fails[ranked[i].arch_id], point=ranked[i])
-
-    near = range(max(0, at - n), min(len(ranked), at + n + 1))
+    near = [i for i in range(max(0, at - n), min(len(ranked), at + n + 1)) if i != at]
     group = [
         i
         for i, p in enumerate(ranked)
         if i != at and best.frontier_group is not None and p.frontier_group == best.frontier_group
     ]
+    shown = sorted({at, *near, *group})
+    full = dict(
+        zip(
+            shown,
+            candidates_by_arch(services, search_id, [ranked[i].arch_id for i in shown]),
+            strict=True,
+        )
+    )
+
+    def around(i: int) -> PickNeighbour:
+        return PickNeighbour(offset=i - at, fails=fails[ranked[i].arch_id], point=full[i])
+
     return FrontierPick(
         search_id=search_id,
         order_by=choice.order_by,
@@ -190,13 +201,13 @@ def pick(services: Services, search_id: int, query: ChoosingQuery) -> FrontierPi
         bounds_on=choice.bounds_on,
         frontier_size=len(front),
         meeting=len(meeting),
-        pick=best,
-        neighbours=[around(i) for i in near if i != at],
+        pick=full[at],
+        neighbours=[around(i) for i in near],
         group=[around(i) for i in group],
     )
 
 
-def _nothing_meets(points: list[CandidateInfo], choice: Choice) -> NothingMeets:
+def _nothing_meets(points: list[FrontierPoint], choice: Choice) -> NothingMeets:
     """Which bound left no point, and the point nearest to meeting it: a bound that no point
     meets on its own first; else the first that empties what the ones before it left."""
     on = choice.bounds_on
@@ -222,7 +233,7 @@ def _nothing_meets(points: list[CandidateInfo], choice: Choice) -> NothingMeets:
     raise AssertionError("some bound leaves no point")  # pragma: no cover
 
 
-def _closest(points: list[CandidateInfo], bound: Bound, on: str, among: str) -> str:
+def _closest(points: list[FrontierPoint], bound: Bound, on: str, among: str) -> str:
     measured = [p for p in points if bound.value_of(p, on) is not None]
     if not measured:
         return f"no point {among} has a {bound.objective} value"

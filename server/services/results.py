@@ -73,6 +73,17 @@ class Uncertainty:
     certain: bool = False  # on the frontier whatever the noise (`search.pareto.beyond_doubt`)
 
 
+@dataclass(frozen=True)
+class FrontierPoint:
+    """What choosing one architecture reads of a frontier point (server.services.choosing),
+    from the table alone, no row loaded: its best estimates, their intervals and its group."""
+
+    arch_id: str
+    objectives: dict[str, float | None]
+    intervals: dict[str, tuple[float, float]]
+    frontier_group: str | None
+
+
 @dataclass
 class ResultTable:
     """A search's told results and, derived from them and their re-measurements, its noise
@@ -109,6 +120,7 @@ class ResultTable:
     _changes: list[tuple[int, frozenset[str]]] = field(default_factory=list)
     _rebuilt: int = 0
     _name: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    _chosen_from: tuple[int, list[FrontierPoint]] = (-1, [])  # (revision, frontier_points())
 
     @property
     def objectives(self) -> list[str]:
@@ -127,6 +139,19 @@ class ResultTable:
     @property
     def last(self) -> int:
         return self.rows[-1].seq if self.rows else 0
+
+    def frontier_points(self) -> list[FrontierPoint]:
+        """The frontier's points in result order, made once per state of the frontier."""
+        revision, points = self._chosen_from
+        if revision == self.revision:
+            return points
+        revision, uncertainty = self.revision, self.uncertainty
+        points = []
+        for t in self.frontier:
+            u = uncertainty[t.arch_id]
+            points.append(FrontierPoint(t.arch_id, {**t.values, **u.values}, u.intervals, u.group))
+        self._chosen_from = revision, points
+        return points
 
     def seq_of(self, arch_id: str) -> int:
         """The result number of a told architecture."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from sqlalchemy import case, func, select, update
@@ -22,6 +23,7 @@ from server.services.availability import Fleet
 from server.services.context import Services
 from server.services.engines import measured_values
 from server.services.events import log_event
+from server.services.results import FrontierPoint
 from server.services.views import Census, candidate_info, search_info
 from server.store.proposals import enqueue
 from server.store.rows import AgentRow, CandidateRow, SearchRow
@@ -310,21 +312,33 @@ def list_candidates(
         return [candidate_info(r, request, table) for r in session.scalars(query).unique()]
 
 
-def frontier(services: Services, search_id: int) -> tuple[SearchCreate, list[CandidateInfo]]:
-    """The search's request and its frontier's rows, in result order: the result table says
+def frontier(services: Services, search_id: int) -> tuple[SearchCreate, list[FrontierPoint]]:
+    """The search's request and its frontier's points, in result order: the result table says
     which they are (server.services.choosing filters and orders them)."""
+    with services.store.read() as session:
+        search = get_search(session, search_id)
+        table = services.results.get(session, search)
+    return table.request, table.frontier_points()
+
+
+def candidates_by_arch(
+    services: Services, search_id: int, arch_ids: Sequence[str]
+) -> list[CandidateInfo]:
+    """The search's candidates of `arch_ids` (told ones), in that order, each as /candidates
+    gives it: the few a choice returns, read after choosing among the table's points."""
     with services.store.read() as session:
         search = get_search(session, search_id)
         request = search.parsed_request
         table = services.results.get(session, search)
-        front = [t.arch_id for t in table.frontier]
-        query = select(CandidateRow).where(
-            CandidateRow.search_id == search_id,
-            CandidateRow.round == 0,
-            CandidateRow.arch_id.in_(front),
-        )
-        rows = sorted(session.scalars(query).unique(), key=lambda r: r.result_seq)
-        return request, [candidate_info(r, request, table) for r in rows]
+        rows: dict[str, CandidateRow] = {}
+        for start in range(0, len(arch_ids), 500):  # bounded IN lists
+            query = select(CandidateRow).where(
+                CandidateRow.search_id == search_id,
+                CandidateRow.round == 0,
+                CandidateRow.arch_id.in_(arch_ids[start : start + 500]),
+            )
+            rows.update((r.arch_id, r) for r in session.scalars(query).unique())
+        return [candidate_info(rows[a], request, table) for a in arch_ids]
 
 
 def cancel_search(services: Services, search_id: int) -> SearchInfo:
