@@ -21,6 +21,7 @@ from archvocab.wire import (
     SearchReport,
 )
 from server.api.deps import Reader, SearchId, User, server_url, services_of
+from server.api.encoded import encoded, encoded_candidates
 from server.api.responses import AUTH_ERRORS
 from server.services import choosing, points, report, searches
 from server.services.views import frontier_csv
@@ -87,7 +88,7 @@ def get_hypervolume(search_id: SearchId, request: Request) -> HypervolumeTrace:
 )
 def get_pareto(
     search_id: SearchId, request: Request, query: Annotated[FrontierQuery, Query()]
-) -> list[CandidateInfo] | Response:
+) -> Response:
     """The frontier's points (best estimates, with intervals), in result order, or those that
     meet bounds on any objective of the search (`max_latency_ms=20&min_decoder_params=5e6`;
     `bounds_on=interval`: the whole interval must meet them), ordered by one (`order_by`,
@@ -95,7 +96,7 @@ def get_pareto(
     front = choosing.frontier_points(services_of(request), search_id, query)
     if query.format == "csv":
         return PlainTextResponse(frontier_csv(front), media_type="text/csv")
-    return front
+    return encoded_candidates(front)
 
 
 @router.get(
@@ -125,10 +126,10 @@ def get_points(
     request: Request,
     after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
     frontier_since: Annotated[str | None, Query(max_length=64)] = None,
-) -> SearchPoints:
+) -> Response:
     """Every told result as one compact table, and the frontier; `after` reads only newer
     results, `frontier_since` (a `frontier_token` read before) only the frontier's changes."""
-    return points.search_points(services_of(request), search_id, after, frontier_since)
+    return encoded(points.search_points(services_of(request), search_id, after, frontier_since))
 
 
 @router.get(

@@ -7,7 +7,7 @@ from typing import Any
 
 from archvocab.wire import BASE_COLUMNS, JobStatus, SearchPoints
 from server.services.context import Services
-from server.services.results import Told
+from server.services.results import ResultTable, Told
 from server.services.searches import census
 from server.store.store import get_search
 
@@ -23,20 +23,21 @@ def search_points(
     # The token before the frontier: a table that moves on meanwhile is read again next time.
     token = table.frontier_token
     changed = table.changed_since(frontier_since) if frontier_since else None
-    uncertainty = table.uncertainty
     if changed is None:
-        frontier, left = [t.arch_id for t in table.frontier], []
+        frontier = table.per_frontier("wire", lambda: _frontier_fields(table, table.frontier))
     else:
-        frontier = sorted((a for a in changed if a in uncertainty), key=table.seq_of)
-        left = sorted(a for a in changed if a not in uncertainty)
-    described = [(arch, uncertainty[arch]) for arch in frontier if arch in uncertainty]
+        on = sorted((table.told(a) for a in changed if a in table.uncertainty), key=lambda t: t.seq)
+        frontier = _frontier_fields(table, on)
+        frontier["left"] = sorted(a for a in changed if a not in table.uncertainty)
     request = table.request
     proxy = request.proxy_objective
     extra = [] if proxy in BASE_COLUMNS else [proxy]
     rows = table.rows  # grows in place as results come: read up to one length
     end = len(rows)
     new = rows[bisect_right(rows, after, 0, end, key=lambda t: t.seq) : end]
-    return SearchPoints(
+    # Built from the table's own values: not validated again (a 100,000-result table's
+    # frontier fields would take half a second); clients validate what they read.
+    return SearchPoints.model_construct(
         search_id=search_id,
         status=status,
         objectives=list(request.objectives),
@@ -44,18 +45,28 @@ def search_points(
         rows=[_row(t, extra) for t in new],
         after=after,
         last=rows[end - 1].seq if end else 0,
-        frontier=frontier,
-        intervals={arch: {m: list(v) for m, v in u.intervals.items()} for arch, u in described},
-        groups={arch: u.group for arch, u in described if u.group},
-        certain=[arch for arch, u in described if u.certain],
-        estimates={arch: dict(u.values) for arch, u in described if u.measurements > 1},
+        **frontier,
         frontier_token=token,
         frontier_since=None if changed is None else frontier_since,
-        left=left,
         epoch=table.epoch,
         queued=counts.get(JobStatus.QUEUED, 0),
         running=counts.get(JobStatus.RUNNING, 0),
     )
+
+
+def _frontier_fields(table: ResultTable, members: list[Told]) -> dict[str, Any]:
+    """SearchPoints' frontier fields for `members` (in result order); one another result
+    just pushed off (the table moves on while it is read) is left out."""
+    uncertainty = table.uncertainty
+    described = [(t.arch_id, u) for t in members if (u := uncertainty.get(t.arch_id))]
+    return {
+        "frontier": [arch for arch, _ in described],
+        "intervals": {arch: {m: list(v) for m, v in u.intervals.items()} for arch, u in described},
+        "groups": {arch: u.group for arch, u in described if u.group},
+        "certain": [arch for arch, u in described if u.certain],
+        "estimates": {arch: dict(u.values) for arch, u in described if u.measurements > 1},
+        "left": [],
+    }
 
 
 def _row(t: Told, extra: list[str]) -> list[Any]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -73,6 +74,9 @@ class Uncertainty:
     certain: bool = False  # on the frontier whatever the noise (`search.pareto.beyond_doubt`)
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class FrontierPoint:
     """What choosing one architecture reads of a frontier point (server.services.choosing),
@@ -120,7 +124,7 @@ class ResultTable:
     _changes: list[tuple[int, frozenset[str]]] = field(default_factory=list)
     _rebuilt: int = 0
     _name: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    _chosen_from: tuple[int, list[FrontierPoint]] = (-1, [])  # (revision, frontier_points())
+    _views: tuple[int, dict[str, Any]] = (-1, {})  # (revision, `per_frontier` values by name)
 
     @property
     def objectives(self) -> list[str]:
@@ -140,22 +144,33 @@ class ResultTable:
     def last(self) -> int:
         return self.rows[-1].seq if self.rows else 0
 
-    def frontier_points(self) -> list[FrontierPoint]:
-        """The frontier's points in result order, made once per state of the frontier."""
-        revision, points = self._chosen_from
-        if revision == self.revision:
-            return points
-        revision, uncertainty = self.revision, self.uncertainty
-        points = []
-        for t in self.frontier:
-            u = uncertainty[t.arch_id]
-            points.append(FrontierPoint(t.arch_id, {**t.values, **u.values}, u.intervals, u.group))
-        self._chosen_from = revision, points
-        return points
+    def per_frontier(self, name: str, make: Callable[[], T]) -> T:
+        """`make()`, made once per state of the frontier and kept under `name` until it
+        changes: views of the frontier that many reads share."""
+        revision, views = self._views
+        if revision != self.revision:
+            revision, views = self.revision, {}
+            self._views = revision, views
+        if name not in views:
+            views[name] = make()
+        return views[name]
 
-    def seq_of(self, arch_id: str) -> int:
-        """The result number of a told architecture."""
-        return self._by_arch[arch_id].seq
+    def frontier_points(self) -> list[FrontierPoint]:
+        """The frontier's points in result order."""
+
+        def make() -> list[FrontierPoint]:
+            uncertainty = self.uncertainty  # one another result just pushed off is left out
+            return [
+                FrontierPoint(t.arch_id, {**t.values, **u.values}, u.intervals, u.group)
+                for t in self.frontier
+                if (u := uncertainty.get(t.arch_id))
+            ]
+
+        return self.per_frontier("points", make)
+
+    def told(self, arch_id: str) -> Told:
+        """The told result of an architecture."""
+        return self._by_arch[arch_id]
 
     @property
     def frontier_token(self) -> str:
