@@ -1,11 +1,15 @@
 // The frontier plots: 2-D slices, a 3-D view and the hypervolume over time, with plotly.js.
 // Every measured candidate is drawn dimmed behind the frontier; past LARGE points the dimmed
-// cloud is drawn with WebGL (scattergl), which stays responsive at 20,000 candidates.
+// cloud, and past LARGE frontier points the frontier too (wide intervals keep most of a large
+// search on the frontier beyond noise), are drawn with WebGL (scattergl): SVG takes seconds.
 
 const LARGE = 3000;
-// The 3-D cloud is context, not data to read point by point: past this many points every
-// k-th is drawn (software WebGL in a 3-D scene is what slows a large search's page most).
+// The 3-D view is context, not data to read point by point: past this many points every
+// k-th is drawn, of the cloud and of the frontier (software WebGL in a 3-D scene is slow).
 const CUBE_CLOUD = 4000;
+// The 2-D cloud likewise past this many (software WebGL draws a 100,000-point cloud for
+// seconds after the page is ready); 20,000 still shows its shape and its edges.
+const CLOUD_2D = 20000;
 const LABELS = { latency_ms: "latency (ms)", memory_mb: "peak memory (MB)" };
 // Box select and lasso select nothing here; without them the toolbar is shorter.
 const CONFIG = {
@@ -25,11 +29,12 @@ const SHORT = { latency_ms: "latency ms", memory_mb: "memory MB", decoder_params
 export const label = (name) => LABELS[name] || name.replaceAll("_", " ");
 
 export function slice(div, x, y, data) {
-  const { rows, frontier, baseline, intervals } = data;
+  const { frontier, baseline, intervals } = data;
+  const [cloudName, rows] = every(data.rows, "measured", CLOUD_2D);
   const cloudType = rows.length > LARGE ? "scattergl" : "scatter";
   const traces = [
     {
-      name: "measured",
+      name: cloudName,
       type: cloudType,
       mode: "markers",
       x: rows.map((r) => r[x]),
@@ -54,8 +59,8 @@ export function slice(div, x, y, data) {
     });
   }
   traces.push({
-    name: "frontier",
-    type: "scatter",
+    name: data.frontierName || "frontier",
+    type: frontier.length > LARGE ? "scattergl" : "scatter",
     mode: "markers",
     x: frontier.map((r) => r[x]),
     y: frontier.map((r) => r[y]),
@@ -84,8 +89,16 @@ export function slice(div, x, y, data) {
   return Plotly.react(div, traces, layout, CONFIG);
 }
 
-// Where a re-measurement of each frontier point should fall, on a measured axis.
+// [trace name, rows]: past `most` rows every k-th, and the name says so.
+function every(rows, name, most) {
+  const step = Math.ceil(rows.length / most);
+  return step > 1 ? [`${name} (every ${step}th)`, rows.filter((_, i) => i % step === 0)] : [name, rows];
+}
+
+// Where a re-measurement of each frontier point should fall, on a measured axis; not drawn
+// past LARGE points, where the bars would hide the points and keep WebGL busy for seconds.
 function errorBars(points, axis, intervals) {
+  if (points.length > LARGE) return { visible: false };
   if (!points.some((r) => intervals?.[r.arch_id]?.[axis])) return { visible: false };
   const bound = (r, i) => (intervals[r.arch_id]?.[axis] || [r[axis], r[axis]])[i];
   return {
@@ -112,12 +125,10 @@ export function cube(div, axes, data) {
     hoverinfo: "text",
     marker,
   });
-  const step = Math.ceil(data.rows.length / CUBE_CLOUD);
-  const cloud = step > 1 ? data.rows.filter((_, i) => i % step === 0) : data.rows;
   const traces = [
-    trace(step > 1 ? `measured (every ${step}th)` : "measured", cloud,
-      { size: 2, opacity: 0.25, color: CLOUD }),
-    trace("frontier", data.frontier, { size: 4, color: FRONTIER }),
+    trace(...every(data.rows, "measured", CUBE_CLOUD), { size: 2, opacity: 0.25, color: CLOUD }),
+    trace(...every(data.frontier, data.frontierName || "frontier", CUBE_CLOUD),
+      { size: 4, color: FRONTIER }),
   ];
   if (data.baseline.length) {
     traces.push(trace("layer-scaled baseline", data.baseline, { size: 4, color: BASELINE }));

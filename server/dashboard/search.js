@@ -11,6 +11,7 @@ const HARDWARE = ["latency_ms", "memory_mb"];
 // A large running search redraws its plots at most this often (a redraw of tens of thousands
 // of points costs about a second in software WebGL); the table and the facts follow every poll.
 const LARGE_ROWS = 3000, LARGE_REDRAW_MS = 10000;
+const FRONTIER_DRAWN = 3000;
 
 export function mount(view, [id]) {
   view.innerHTML = `
@@ -231,10 +232,17 @@ function noiseFacts(noise) {
 
 async function renderData(view, state) {
   const measured = state.rows.filter((r) => r.status === "measured");
+  // Wide intervals can keep most of a large search on the frontier beyond noise: past
+  // FRONTIER_DRAWN points only its nominal points are drawn as the frontier, the points only
+  // the noise keeps there stay in the cloud behind (the table still marks them all).
+  const front = measured.filter((r) => state.frontier.has(r.arch_id));
+  const nominalOnly = front.length > FRONTIER_DRAWN;
+  const drawn = nominalOnly ? front.filter((r) => state.groups?.[r.arch_id] === r.arch_id) : front;
   const data = {
     rows: measured,
+    frontierName: nominalOnly ? `nominal frontier (${drawn.length} of ${front.length})` : "frontier",
     // A re-measured frontier point is drawn at the mean of its measurements.
-    frontier: measured.filter((r) => state.frontier.has(r.arch_id))
+    frontier: drawn
       .map((r) => ({
         ...r,
         ...(state.estimates?.[r.arch_id] || {}),
@@ -287,6 +295,7 @@ function takeFrontier(state, points) {
       || JSON.stringify(points.intervals) !== JSON.stringify(state.intervals || {});
     state.frontier = new Set(points.frontier);
     state.intervals = points.intervals;
+    state.groups = points.groups;
     state.certain = new Set(points.certain || []);
     state.estimates = points.estimates;
     return changed;
@@ -295,11 +304,13 @@ function takeFrontier(state, points) {
     state.frontier.delete(arch);
     state.certain.delete(arch);
     delete state.intervals[arch];
+    delete state.groups[arch];
     delete state.estimates[arch];
   }
   for (const arch of points.frontier) state.frontier.add(arch);
   for (const arch of points.certain) state.certain.add(arch);
   Object.assign(state.intervals, points.intervals);
+  Object.assign(state.groups, points.groups);
   Object.assign(state.estimates, points.estimates);
   return points.frontier.length + points.left.length > 0;
 }
