@@ -116,9 +116,10 @@ class EngineCache:
 
     def round_written(self, search_id: int) -> None:
         """A proposal round run outside the write lock was written: wake `wait_round`."""
-        condition = self._rounds.setdefault(search_id, threading.Condition())
-        with condition:
-            condition.notify_all()
+        condition = self._rounds.get(search_id)  # none: nobody waits (or the search ended)
+        if condition is not None:
+            with condition:
+                condition.notify_all()
 
     def wait_round(self, search_id: int, timeout: float) -> None:
         """Wait until the search's next round outside the write lock is written, or timeout."""
@@ -162,6 +163,21 @@ class EngineCache:
     def drop(self, search_id: int) -> None:
         self._engines.pop(search_id, None)
         self._idle.pop(search_id, None)
+
+    def forget(self, search_id: int) -> None:
+        """The search ended: nothing of it is kept. A thread still holding its engine lock
+        holds an engine no longer cached (it writes nothing: server.services.arrivals checks
+        the engine it heard with is the cached one), and a waiter for its next round is woken."""
+        self.drop(search_id)
+        self._locks.pop(search_id, None)
+        condition = self._rounds.pop(search_id, None)
+        if condition is not None:
+            with condition:
+                condition.notify_all()
+
+    def held(self) -> int:
+        """Searches this cache keeps anything of (engines, locks, waiters)."""
+        return len({*self._engines, *self._idle, *self._locks, *self._rounds})
 
     @staticmethod
     def _restore(session: Session, search: SearchRow) -> Engine:

@@ -185,7 +185,7 @@ def advance(
         search.status = SearchStatus.FINISHED
         search.finish_reason = engine.finish_reason
         search.finished_at = services.store.now()
-        services.engines.drop(search.id)
+        services.engines.forget(search.id)
         _log_finished(search)
     else:  # asked again in this state, it would give nothing more: idle claims need not ask
         services.engines.idle(search.id, search.revision, slots)
@@ -355,6 +355,6 @@ def cancel_search(services: Services, search_id: int) -> SearchInfo:
                 .where(CandidateRow.search_id == search_id, CandidateRow.status == JobStatus.QUEUED)
                 .values(status=JobStatus.CANCELLED)
             )
-            services.engines.drop(search_id)
+            services.engines.forget(search_id)
             _log_finished(search)
     return get_search_info(services, search_id)

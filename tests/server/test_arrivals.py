@@ -264,3 +264,15 @@ def test_a_first_generation_written_in_parts_is_the_same_search(make_client, mon
     assert created["progress"]["queued"] == 10
     assert [c["arch_id"] for c in parts.get("/api/v1/searches/1/candidates").json()] == expected
     assert created["progress"]["generation"] == 0 and len(expected) == 10
+
+
+def test_a_search_that_ended_leaves_nothing_in_the_engine_cache(client):
+    # Finished (hwnas, with rounds outside the write lock and their locks) and cancelled.
+    engines = client.app.state.services.engines
+    _run(client, settle_each=True)
+    running = client.post("/api/v1/searches", json=search_request()).json()
+    agent = register(client)
+    assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 200
+    assert engines.held() == 1  # the running search
+    client.post(f"/api/v1/searches/{running['id']}/cancel").raise_for_status()
+    assert engines.held() == 0
