@@ -193,14 +193,22 @@ class Client:
         order_by: str | None = None,
         desc: bool | None = None,
         limit: int | None = None,
+        offset: int = 0,
         bounds_on: Literal["value", "interval"] | None = None,
         **bounds: float,
     ) -> list[CandidateInfo]:
         """The frontier's points; with `bounds` (min_<objective> / max_<objective>, e.g.
         `max_latency_ms=20, min_decoder_params=5e6`) those that meet them, applied to the best
         estimates (`bounds_on="interval"`: to the whole intervals), ordered by `order_by`
-        (best first unless `desc` says otherwise), at most `limit`."""
-        params = _query(order_by=order_by, desc=desc, limit=limit, bounds_on=bounds_on, **bounds)
+        (best first unless `desc` says otherwise), from `offset` on, at most `limit`."""
+        params = _query(
+            order_by=order_by,
+            desc=desc,
+            limit=limit,
+            offset=offset or None,
+            bounds_on=bounds_on,
+            **bounds,
+        )
         data = self._call("GET", f"/searches/{search_id}/pareto", params=params)
         return [CandidateInfo.model_validate(c) for c in data]
 

@@ -81,6 +81,16 @@ FrontierQuery = create_model(
     __doc__="The query of GET /searches/{id}/pareto.",
     format=(Literal["json", "csv"], Field("json", description="json or csv")),
     limit=(int | None, Field(None, ge=1, le=100_000, description="at most this many points")),
+    offset=(
+        int,
+        Field(
+            0,
+            ge=0,
+            le=10**9,
+            description="skip this many of the points that meet the bounds, in the order: with "
+            "`limit`, a page of a large frontier",
+        ),
+    ),
     **_bound_fields(),
 )
 

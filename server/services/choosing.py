@@ -143,13 +143,14 @@ def _check_ranges(bounds: list[Bound]) -> None:
 def frontier_points(
     services: Services, search_id: int, query: ChoosingQuery
 ) -> list[CandidateInfo]:
-    """The frontier's points that meet the bounds, in the order, at most `query.limit`: chosen
-    among the result table's points, and only those read in full."""
+    """The frontier's points that meet the bounds, in the order, from `query.offset` on and at
+    most `query.limit`: chosen among the result table's points, and only those read in full."""
     request, front = frontier(services, search_id)
     choice = checked(query, request)
     meeting = [p for p in choice.ranked(front) if not choice.fails(p)]
+    start = getattr(query, "offset", 0)
     limit = getattr(query, "limit", None)
-    chosen = meeting if limit is None else meeting[:limit]
+    chosen = meeting[start:] if limit is None else meeting[start : start + limit]
     return candidates_by_arch(services, search_id, [p.arch_id for p in chosen])
 
 

@@ -134,3 +134,6 @@ def test_the_client_resolves_prefixes_and_names_files_by_the_full_id(http, tmp_p
     best: Any = client.pick(1, "decoder_params", neighbours=1, max_latency_ms=1e9)
     assert best.descending and len(best.neighbours) == 1
     assert best.pick.arch_id == client.pareto(1, order_by="decoder_params", limit=1)[0].arch_id
+    ranked = [p.arch_id for p in client.pareto(1, order_by="decoder_params")]
+    pages = [client.pareto(1, order_by="decoder_params", limit=2, offset=k) for k in (0, 2)]
+    assert [p.arch_id for page in pages for p in page] == ranked[:4]  # pages of the order

@@ -44,7 +44,9 @@ def brute_force(candidates: list[dict], params: dict[str, Any]) -> list[str]:
     if order:
         desc = params.get("desc", order not in MINIMISED)
         kept.sort(key=lambda c: ((-1 if desc else 1) * c["objectives"][order], c["arch_id"]))
-    return [c["arch_id"] for c in kept][: params.get("limit")]
+    start = params.get("offset", 0)
+    end = None if params.get("limit") is None else start + params["limit"]
+    return [c["arch_id"] for c in kept][start:end]
 
 
 def spot(candidates: list[dict], what: str) -> float:
@@ -68,6 +70,8 @@ QUERIES = [
     },
     {"max_latency_ms": "latency_ms:max", "bounds_on": "interval", "order_by": "total_params"},
     {"min_latency_ms": "latency_ms", "max_memory_mb": "memory_mb", "limit": 2},
+    {"order_by": "latency_ms", "offset": 2, "limit": 3},
+    {"order_by": "memory_mb", "offset": 1},
 ]
 
 
@@ -80,7 +84,7 @@ def test_bounds_order_and_limit_match_a_brute_force_over_the_candidates(client, 
     expected = brute_force(candidates, params)
     frontier = [c for c in candidates if c["on_frontier"]]
     assert expected, "the query keeps some points"
-    if any(k.startswith(bound) for k in params) or "limit" in params:
+    if any(k.startswith(bound) for k in params) or "limit" in params or "offset" in params:
         assert len(expected) < len(frontier), "and leaves some out"
 
     got = client.get(f"/api/v1/searches/{search_id}/pareto", params=params)
@@ -214,6 +218,7 @@ def test_a_search_with_no_frontier_yet_has_no_pick(client):
         ("pareto", {"max_latency": 3}, "max_latency", "'latency' is not an objective"),
         ("pareto", {"sort": "latency_ms"}, "sort", "unknown query parameter; allowed: order_by"),
         ("pick", {"order_by": "latency_ms", "limit": 1}, "limit", "allowed: order_by, desc"),
+        ("pick", {"order_by": "latency_ms", "offset": 1}, "offset", "allowed: order_by, desc"),
         ("pareto", {"min_snip": 0}, "min_snip", "this search has no snip values"),
         ("pareto", {"order_by": "snip"}, "order_by", "not an objective of this search"),
         ("pick", {}, "order_by", "a pick needs an order: one of decoder_params"),
@@ -237,6 +242,7 @@ def test_refusals_name_the_parameter_and_the_allowed_values(client, route, param
         ({"bounds_on": "ends"}, "bounds_on", "'value' or 'interval'"),
         ({"format": "xml"}, "format", "'json' or 'csv'"),
         ({"limit": 0}, "limit", "greater than or equal to 1"),
+        ({"offset": -1}, "offset", "greater than or equal to 0"),
         ({"desc": "maybe"}, "desc", "boolean"),
     ],
 )
