@@ -95,8 +95,10 @@ class ResultTable:
 
     The frontier is the frontier beyond noise (`search.pareto.front_beyond_noise`): a
     result is off it only when another's interval lies wholly better; a result with no quiet
-    measurement (all busy) never enters it. It is recomputed when results arrive, since each
-    reference reading or re-measurement moves the intervals.
+    measurement (all busy) never enters it. New results join it one at a time while the noise
+    model stays put; a reference reading or re-measurement moves every interval, and the
+    frontier is rebuilt. Each change is numbered (`revision`, `frontier_token`), so that a
+    reader can ask what changed since a state it read (`changed_since`).
     """
 
     search_id: int
