@@ -104,6 +104,19 @@ def test_the_changes_a_table_names_rebuild_its_frontier_from_an_earlier_one() ->
     assert ResultTable(1, REQUEST).frontier_token != ResultTable(1, REQUEST).frontier_token
 
 
+def test_every_member_is_described_as_describe_describes_it() -> None:
+    rng = random.Random(12)
+    rows = [told(i, rng, reading=i % 3 == 0) for i in range(200)]
+    table = ResultTable(1, REQUEST)
+    table.add(rows)
+    point = table.frontier[0]
+    again = Again(7, point.arch_id, point.values["latency_ms"] * 1.1, 1.0, False, None, None)
+    table.add([], [again])  # one member measured twice: the long way
+    assert table.uncertainty[point.arch_id].measurements == 2
+    for arch, u in table.uncertainty.items():
+        assert u == table.describe(arch, u.group, u.certain)
+
+
 def test_results_after_a_re_measurement_join_as_in_a_table_built_at_once() -> None:
     rng = random.Random(9)
     rows = [told(i, rng, reading=i == 0) for i in range(300)]
