@@ -363,10 +363,10 @@ class ResultTable:
             if joined is None:
                 continue
             before, (front, stays) = front, joined
-            before_members = members
             keep = np.flatnonzero(stays)
-            for i in np.flatnonzero(~stays):
-                del uncertainty[members[i].arch_id]
+            gone = [members[i].arch_id for i in np.flatnonzero(~stays)]
+            for arch in gone:
+                del uncertainty[arch]
             members = (
                 [*members, t] if len(keep) == len(members) else [*(members[i] for i in keep), t]
             )
@@ -384,8 +384,7 @@ class ResultTable:
             uncertainty[t.arch_id] = self.describe(
                 t.arch_id, members[front.group[-1]].arch_id, bool(front.certain[-1])
             )
-            touched = {t.arch_id, *(members[i].arch_id for i in np.flatnonzero(moved))}
-            touched.update(before_members[i].arch_id for i in np.flatnonzero(~stays))
+            touched = {t.arch_id, *gone, *(members[i].arch_id for i in np.flatnonzero(moved))}
             changes.append((self.revision + len(changes) + 1, frozenset(touched)))
         self._front, self.frontier, self.uncertainty = front, members, uncertainty
         self._record(changes)
