@@ -66,7 +66,11 @@ def _inside(points: ArrayLike) -> NDArray[np.float64]:
 
 def hypervolume(points: ArrayLike) -> float:
     """Volume dominated by normalised points and bounded by (1, ..., 1)."""
-    pts = _inside(points)
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2:
+        raise ValueError(f"points must be a 2-D (n, k) array, got shape {pts.shape}")
+    # Dominated points add nothing to the union moocore measures: no need to filter them.
+    pts = pts[(pts < 1.0).all(axis=1)]
     if len(pts) == 0:
         return 0.0
     return float(moocore.hypervolume(pts, ref=np.ones(pts.shape[1])))

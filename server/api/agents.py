@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from archvocab.wire import API_PREFIX, AgentInfo, AgentRegistration, AgentView
-from server.api.deps import Calling, Enroller, Reader, store_of
+from server.api.deps import Calling, Enroller, Reader, services_of, store_of
 from server.api.responses import AUTH_ERRORS
 from server.services import agents
 
@@ -22,7 +22,7 @@ router = APIRouter(prefix=API_PREFIX)
 def register_agent(body: AgentRegistration, request: Request, who: Calling) -> AgentInfo:
     """Register an agent; with authentication on, the answer carries the agent's credential
     (shown once) for its claims, heartbeats and results."""
-    return agents.register_agent(store_of(request), body, enrolled_by=who)
+    return agents.register_agent(services_of(request), body, enrolled_by=who)
 
 
 @router.get("/agents", response_model=list[AgentView], dependencies=[Reader], responses=AUTH_ERRORS)

@@ -9,7 +9,7 @@ from fastapi import Depends, Path, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from server.errors import Unauthenticated
-from server.services.auth import Caller, identify, require
+from server.services.auth import Caller, claimed_agent, identify, require
 from server.services.context import Services
 from server.store.store import Store
 
@@ -75,8 +75,21 @@ def enroller(request: Request, who: Calling) -> Caller:
     return require(who, "agent", "registering an agent")
 
 
-def agent_caller(who: Calling) -> Caller:
-    """Claims, heartbeats, results: an agent's credential (checked against its id later)."""
+def agent_caller(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> Caller:
+    """Claims, heartbeats, results: an agent's credential, checked against the agent's row
+    in the request's own transaction (`server.services.auth.check_agent`), which saves every
+    request a read of its own; any other secret is identified here."""
+    store = store_of(request)
+    if not store.settings.auth:
+        return OPEN
+    authorization = request.headers.get("authorization")
+    who = claimed_agent(authorization) if authorization else None
+    if who is None:
+        with store.read() as session:
+            who = identify(session, authorization)
     if who is None:
         raise Unauthenticated(
             "claims, heartbeats and results need the agent's credential: send "

@@ -19,8 +19,7 @@ router = APIRouter(prefix=API_PREFIX)
     responses={**AUTH_ERRORS, 204: {"description": "no work"}},
 )
 def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> JobLease | Response:
-    who.may_act_for(agent_id)
-    lease = jobs.claim(services_of(request), agent_id)
+    lease = jobs.claim(services_of(request), agent_id, who)
     return Response(status_code=204) if lease is None else lease
 
 
@@ -28,8 +27,7 @@ def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> JobLease | R
     "/jobs/{job_id}/heartbeat", response_model=LeaseStatus, responses={**AUTH_ERRORS, **CONFLICT}
 )
 def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller) -> LeaseStatus:
-    who.may_act_for(body.agent_id)
-    return jobs.heartbeat(store_of(request), job_id, body)
+    return jobs.heartbeat(store_of(request), job_id, body, who)
 
 
 @router.post(
@@ -41,9 +39,8 @@ def submit_result(
     """Accepted once per job: a repeated submission (a retry after a timeout) is answered
     as a duplicate and changes nothing; see server.services.jobs.submit_result for late
     results. The search hears of the result once the answer has gone (`arrivals.settle`)."""
-    who.may_act_for(body.agent_id)
     services = services_of(request)
-    receipt, search_id = jobs.submit_result(services, job_id, body)
+    receipt, search_id = jobs.submit_result(services, job_id, body, who)
     if search_id is not None:
         after.add_task(arrivals.settle_after_answer, services, search_id)
     return receipt

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 
 from archvocab.wire import AgentInfo, AgentRegistration, AgentView, DeviceFingerprint
 from server.errors import NotFound
-from server.services.auth import Caller, digest, new_secret
+from server.services.auth import TRUSTED, Caller, check_agent, digest, new_secret
+from server.services.context import Services
 from server.services.events import log_event
 from server.settings import as_utc
 from server.store.cache import fingerprint_key
@@ -20,9 +21,10 @@ from server.store.store import Store
 
 
 def register_agent(
-    store: Store, registration: AgentRegistration, enrolled_by: Caller | None = None
+    services: Services, registration: AgentRegistration, enrolled_by: Caller | None = None
 ) -> AgentInfo:
     """A new agent; with authentication on it gets its own credential, shown only here."""
+    store = services.store
     credential = new_secret("credential") if store.settings.auth else None
     with store.write_rows() as session:
         now = store.now()
@@ -40,6 +42,7 @@ def register_agent(
             enrolled_by=enrolled_by.token_id if enrolled_by else None,
         )
         session.add(agent)
+    services.live_counts.pop(agent.device_class, None)  # one more live agent
     log_event(
         "agent.registered",
         agent_id=agent.id,
@@ -81,9 +84,17 @@ def list_agents(store: Store) -> list[AgentView]:
 SEEN_RESOLUTION = 1 / 20
 
 
-def seen(session: Session, agent_id: str, now: datetime, lease_seconds: float) -> AgentRow:
-    """The agent, marked seen `now` unless it was within `SEEN_RESOLUTION` of a lease."""
+def seen(
+    session: Session,
+    agent_id: str,
+    now: datetime,
+    lease_seconds: float,
+    caller: Caller = TRUSTED,
+) -> AgentRow:
+    """The agent, marked seen `now` unless it was within `SEEN_RESOLUTION` of a lease; first,
+    whether `caller` may act for it (`check_agent`)."""
     agent = session.get(AgentRow, agent_id)
+    check_agent(session, caller, agent_id, agent)
     if agent is None:
         raise NotFound("agent", agent_id)
     if not recently_seen(agent.last_seen_at, now, lease_seconds):

@@ -226,7 +226,7 @@ def _engine(services: Services, session: Session, search: SearchRow) -> tuple[En
     """The running search's engine and measuring slots; (None, 0) for a search that stopped."""
     if search.status != SearchStatus.RUNNING:
         return None, 0
-    slots = measuring_slots(services.store, session, search.device_class)
+    slots = measuring_slots(services, session, search.device_class)
     return services.engines.get(session, search), slots
 
 

@@ -50,6 +50,9 @@ class Caller:
     kind: Literal["open", "user", "agent", "credential"]
     token_id: int | None = None
     agent_id: str | None = None
+    # An agent credential not looked up yet (`claimed_agent`): the request's own transaction
+    # checks it against the agent row it loads anyway (`check_agent`).
+    credential_hash: str | None = None
 
     def may_act_for(self, agent_id: str) -> None:
         """Raise unless this caller may claim, beat and report as `agent_id`."""
@@ -64,6 +67,35 @@ class Caller:
             raise Forbidden(
                 f"this agent credential belongs to agent {self.agent_id!r}, not {agent_id!r}"
             )
+
+
+def check_agent(session: Session, caller: Caller, agent_id: str, agent: AgentRow | None) -> None:
+    """Raise unless `caller` may act for `agent_id`, whose row (None: no such agent) the
+    request's transaction has loaded: what `identify` and `Caller.may_act_for` would say,
+    with the credential looked up only when it is not the agent's own."""
+    if caller.credential_hash is None:
+        caller.may_act_for(agent_id)
+        return
+    if agent is not None and agent.credential_hash == caller.credential_hash:
+        return
+    owner = session.scalar(
+        select(AgentRow.id).where(AgentRow.credential_hash == caller.credential_hash)
+    )
+    if owner is None:
+        raise _unknown_credential()
+    Caller("credential", agent_id=owner).may_act_for(agent_id)
+
+
+def _unknown_credential() -> Unauthenticated:
+    return Unauthenticated(
+        "agent credential not recognised: the agent was removed or its enrollment "
+        "token revoked; register again with a valid enrollment token"
+    )
+
+
+# The caller of a service function called from within the process (a test, a benchmark, the
+# server's own schedule), as when authentication is off.
+TRUSTED = Caller("open")
 
 
 def _described(kind: str) -> str:
@@ -103,10 +135,7 @@ def revoke_token(session: Session, name_or_id: str, now: datetime) -> list[Token
     return rows
 
 
-def identify(session: Session, authorization: str | None) -> Caller | None:
-    """The caller a `Authorization: Bearer ...` header names; None without one."""
-    if not authorization:
-        return None
+def _bearer_secret(authorization: str) -> str:
     scheme, _, secret = authorization.partition(" ")
     secret = secret.strip()
     if scheme.lower() != "bearer" or not secret:
@@ -114,14 +143,28 @@ def identify(session: Session, authorization: str | None) -> Caller | None:
             "the Authorization header must be 'Bearer <token>', got scheme "
             f"{scheme[:20]!r}" + ("" if secret else " with no token")
         )
+    return secret
+
+
+def claimed_agent(authorization: str) -> Caller | None:
+    """The caller an agent credential in the header claims to be, not looked up yet
+    (`check_agent` does that in the request's transaction); None for any other secret."""
+    secret = _bearer_secret(authorization)
+    if not secret.startswith(PREFIX["credential"]):
+        return None
+    return Caller("credential", credential_hash=digest(secret))
+
+
+def identify(session: Session, authorization: str | None) -> Caller | None:
+    """The caller a `Authorization: Bearer ...` header names; None without one."""
+    if not authorization:
+        return None
+    secret = _bearer_secret(authorization)
     hashed = digest(secret)
     if secret.startswith(PREFIX["credential"]):
         agent = session.scalar(select(AgentRow).where(AgentRow.credential_hash == hashed))
         if agent is None:
-            raise Unauthenticated(
-                "agent credential not recognised: the agent was removed or its enrollment "
-                "token revoked; register again with a valid enrollment token"
-            )
+            raise _unknown_credential()
         return Caller("credential", agent_id=agent.id)
     token = session.scalar(select(TokenRow).where(TokenRow.token_hash == hashed))
     if token is None:

@@ -8,7 +8,10 @@ routes hand it to the service functions that need a cache; the others take the s
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from server.services.engines import EngineCache
+from server.services.leases import ExpiryWatch
 from server.services.result_tables import ResultTables
 from server.store.store import Store
 
@@ -20,5 +23,12 @@ class Services:
         self.results = ResultTables()
         # Agents whose last claim to this process found no work (server.services.jobs.claim).
         self.idle_agents: set[str] = set()
+        # (search id, created at) -> what every lease of the search says besides the job
+        # (server.services.jobs._terms).
+        # When a claim next needs to look for expired leases (server.services.leases).
+        self.expiry = ExpiryWatch()
+        # device class -> (when, how many of its agents were live) (searches.live_agents)
+        self.live_counts: dict[str, tuple[datetime, int]] = {}
+        self.lease_terms: dict[tuple[int, object], dict] = {}
         # An engine a failed write told something is forgotten with the rollback.
         store.observe(self.engines)

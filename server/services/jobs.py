@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from archvocab.registry import parse_space
@@ -43,27 +44,28 @@ from server.services.arrivals import (
     tell_now,
     waiting_for,
 )
+from server.services.auth import TRUSTED, Caller, check_agent
 from server.services.context import Services
 from server.services.events import log_event
 from server.services.leases import any_expired, requeue_expired
 from server.services.searches import advance, measuring_slots
 from server.settings import as_utc
 from server.store.cache import new_measurement
-from server.store.rows import AgentRow, CandidateRow, LeaseRow, SearchRow
+from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, LeaseRow, SearchRow
 from server.store.store import Store, get_search
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
 
-def claim(services: Services, agent_id: str) -> JobLease | None:
+def claim(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLease | None:
     """The next job this agent can measure, leased to it; None when there is none even after
     the searches it could serve were asked for more. An agent whose last claim here found
     nothing is first checked by a read (`_nothing_to_take`): an idle poll writes nothing,
     and an agent with work pays for no extra read."""
     idle = services.idle_agents
-    if agent_id in idle and _nothing_to_take(services, agent_id):
+    if agent_id in idle and _nothing_to_take(services, agent_id, caller):
         return None
-    lease = _take_queued(services.store, agent_id)
+    lease = _take_queued(services, agent_id, caller)
     if lease is None:
         # Results may wait to be told, or a proposal round may be under way in another
         # thread (`busy`): either leaves work queued once done.
@@ -75,10 +77,10 @@ def claim(services: Services, agent_id: str) -> JobLease | None:
                 busy.append(search_id)
             queued = True
         if queued:
-            lease = _take_queued(services.store, agent_id)
+            lease = _take_queued(services, agent_id)
         if lease is None and busy:
             services.engines.wait_round(busy[0], _ROUND_WAIT_S)
-            lease = _take_queued(services.store, agent_id)
+            lease = _take_queued(services, agent_id)
     if lease is None:
         if len(idle) >= _IDLE_KEPT:
             idle.clear()
@@ -107,6 +109,54 @@ def _servable(agent: AgentRow) -> ColumnElement[bool]:
     )
 
 
+# A claim's statements, built once (bound per claim): building a statement costs about as much
+# as running it. The pick brings everything the lease says: the job, its spec, and which
+# search (whose terms are the same for every lease: `_terms`).
+_PICK = (
+    select(
+        CandidateRow.id,
+        CandidateRow.round,
+        CandidateRow.search_id,
+        CandidateRow.arch_id,
+        ArchitectureRow.spec,
+        SearchRow.created_at,
+    )
+    .join(SearchRow, SearchRow.id == CandidateRow.search_id)
+    .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
+    .where(
+        CandidateRow.status == JobStatus.QUEUED,
+        SearchRow.status == SearchStatus.RUNNING,
+        SearchRow.device_class == bindparam("device_class"),
+        SearchRow.runtime.in_(bindparam("runtimes", expanding=True)),
+        SearchRow.device.in_(bindparam("devices", expanding=True)),
+    )
+    .order_by(CandidateRow.id)
+    .limit(1)
+)
+_PICK_LOCKED = _PICK.with_for_update(of=CandidateRow, skip_locked=True)
+# Compare-and-set: only a job still queued is taken.
+_TAKE = (
+    update(CandidateRow.__table__)
+    .where(
+        CandidateRow.__table__.c.id == bindparam("job"),
+        CandidateRow.__table__.c.status == JobStatus.QUEUED,
+    )
+    .values(
+        status=JobStatus.RUNNING,
+        lease_id=bindparam("lease"),
+        lease_expires_at=bindparam("expires"),
+        agent_id=bindparam("agent"),
+        attempts=CandidateRow.__table__.c.attempts + 1,
+    )
+)
+_ISSUE = insert(LeaseRow.__table__).values(
+    id=bindparam("lease"),
+    job_id=bindparam("job"),
+    agent_id=bindparam("agent"),
+    issued_at=bindparam("issued"),
+)
+
+
 def _queued_for(agent: AgentRow) -> Select:
     """A queued job the agent could take, if any (its id)."""
     return (
@@ -117,7 +167,7 @@ def _queued_for(agent: AgentRow) -> Select:
     )
 
 
-def _nothing_to_take(services: Services, agent_id: str) -> bool:
+def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
     """Whether a read alone shows the claim would find nothing and change nothing: the agent
     was seen lately, no lease has run out, nothing it could measure is queued, and every
     search it serves asked its engine at its present revision with as many measuring slots
@@ -127,40 +177,38 @@ def _nothing_to_take(services: Services, agent_id: str) -> bool:
     with store.read() as session:
         now = store.now()
         agent = session.get(AgentRow, agent_id)
+        check_agent(session, caller, agent_id, agent)
         if agent is None:
             raise NotFound("agent", agent_id)
         if not recently_seen(agent.last_seen_at, now, store.settings.lease_seconds):
             return False
-        if any_expired(session, now):
+        if services.expiry.due(now) and any_expired(session, now):
             return False
         servable = _servable(agent)
         if session.scalar(_queued_for(agent)) is not None:
             return False
         if session.scalar(select(waiting_for(servable))):
             return False  # a result its searches have not been told of yet
-        slots = measuring_slots(store, session, agent.device_class)
+        slots = measuring_slots(services, session, agent.device_class)
         searches = session.execute(select(SearchRow.id, SearchRow.revision).where(servable))
         return all(services.engines.known_idle(i, revision, slots) for i, revision in searches)
 
 
-def _take_queued(store: Store, agent_id: str) -> JobLease | None:
+def _take_queued(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLease | None:
+    store = services.store
     with store.write_rows() as session:
         now = store.now()
-        agent = seen(session, agent_id, now, store.settings.lease_seconds)
-        requeue_expired(session, now, store.row_locks)
+        agent = seen(session, agent_id, now, store.settings.lease_seconds, caller)
+        if services.expiry.due(now):
+            requeue_expired(session, now, store.row_locks)
+            services.expiry.checked(session, now, store.settings.lease_seconds)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
-        query = (
-            select(CandidateRow.id, CandidateRow.round)
-            .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-            .where(CandidateRow.status == JobStatus.QUEUED, _servable(agent))
-            .order_by(CandidateRow.id)
-            .limit(1)
-        )
-        if store.row_locks:
-            query = query.with_for_update(of=CandidateRow, skip_locked=True)
+        runtimes, devices = capabilities(agent)
+        params = {"device_class": agent.device_class, "runtimes": runtimes, "devices": devices}
+        query = _PICK_LOCKED if store.row_locks else _PICK
         others: set[tuple[str, str]] | None = None  # read only when a re-measurement comes up
         for _ in range(_CLAIM_RACES + 1):
-            picked = session.execute(query).first()
+            picked = session.execute(query, params).first()
             if picked is not None and picked.round > 0 and others is None:
                 # A re-measurement may be left to another agent (`_measured_by`): the rule
                 # only removes re-measurements, so a first measurement picked without it
@@ -168,29 +216,29 @@ def _take_queued(store: Store, agent_id: str) -> JobLease | None:
                 others = _others_online(store, session, agent, now)
                 if others:
                     query = query.where(~_measured_by(agent_id, others))
-                    picked = session.execute(query).first()
+                    picked = session.execute(query, params).first()
             if picked is None:
                 return None
             job_id = picked.id
             lease_id = uuid.uuid4().hex
-            won = session.execute(
-                update(CandidateRow)
-                .where(CandidateRow.id == job_id, CandidateRow.status == JobStatus.QUEUED)
-                .values(
-                    status=JobStatus.RUNNING,
-                    lease_id=lease_id,
-                    lease_expires_at=expires,
-                    agent_id=agent_id,
-                    attempts=CandidateRow.attempts + 1,
-                )
-            ).rowcount
+            lease = {"job": job_id, "lease": lease_id, "agent": agent_id}
+            won = session.execute(_TAKE, {**lease, "expires": expires}).rowcount
             if won == 1:
-                session.add(LeaseRow(id=lease_id, job_id=job_id, agent_id=agent_id, issued_at=now))
-                lease = _lease(session, job_id, lease_id, expires, store.settings.lease_seconds)
+                session.execute(_ISSUE, {**lease, "issued": now})
+                terms = _terms(services, session, picked.search_id, picked.created_at)
                 log_event(
-                    "job.claimed", job_id=job_id, search_id=lease.search_id, agent_id=agent_id
+                    "job.claimed", job_id=job_id, search_id=picked.search_id, agent_id=agent_id
                 )
-                return lease
+                return JobLease(
+                    **terms,
+                    job_id=job_id,
+                    lease_id=lease_id,
+                    lease_expires_at=as_utc(expires),
+                    lease_seconds=store.settings.lease_seconds,
+                    search_id=picked.search_id,
+                    arch_id=picked.arch_id,
+                    spec=picked.spec,
+                )
         return None
 
 
@@ -269,32 +317,37 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[in
         return session.scalar(_queued_for(agent)) is not None, busy, around
 
 
-def _lease(
-    session: Session, job_id: int, lease_id: str, expires: datetime, seconds: float
-) -> JobLease:
-    row = session.get(CandidateRow, job_id, populate_existing=True)
-    search = session.get(SearchRow, row.search_id)
-    request = search.parsed_request
-    names = request.agent_proxies
-    reference = reference_architecture(parse_space(request.space))
-    return JobLease(
-        reference=ReferenceJob(
-            arch_id=reference.arch_id,
-            spec=reference.to_dict(),
-            every_jobs=request.noise.reference_every_jobs,
-            every_s=request.noise.reference_every_s,
-        ),
-        busy_retries=request.noise.busy_retries,
-        proxies=ProxyRequest(names=names, inputs=request.proxy_inputs) if names else None,
-        job_id=job_id,
-        lease_id=lease_id,
-        lease_expires_at=as_utc(expires),
-        lease_seconds=seconds,
-        search_id=row.search_id,
-        arch_id=row.arch_id,
-        spec=row.architecture.spec,
-        settings=search.request["measurement"],
-    )
+def _terms(
+    services: Services, session: Session, search_id: int, created_at: datetime
+) -> dict[str, Any]:
+    """What every lease of a search says besides the job itself, worked out once per search
+    and process: a search's request never changes (keyed with its creation time too, should
+    a deleted search's id be used again)."""
+    key = (search_id, created_at)
+    terms = services.lease_terms.get(key)
+    if terms is None:
+        search = session.get(SearchRow, search_id)
+        request = search.parsed_request
+        names = request.agent_proxies
+        reference = reference_architecture(parse_space(request.space))
+        terms = {
+            "reference": ReferenceJob(
+                arch_id=reference.arch_id,
+                spec=reference.to_dict(),
+                every_jobs=request.noise.reference_every_jobs,
+                every_s=request.noise.reference_every_s,
+            ),
+            "busy_retries": request.noise.busy_retries,
+            "proxies": ProxyRequest(names=names, inputs=request.proxy_inputs) if names else None,
+            "settings": request.measurement,
+        }
+        if len(services.lease_terms) >= _TERMS_KEPT:
+            services.lease_terms.clear()
+        services.lease_terms[key] = terms
+    return terms
+
+
+_TERMS_KEPT = 10_000
 
 
 def _job(session: Session, job_id: int, lock: bool) -> CandidateRow:
@@ -308,12 +361,12 @@ def _job(session: Session, job_id: int, lock: bool) -> CandidateRow:
     return row
 
 
-def heartbeat(store: Store, job_id: int, ref: LeaseRef) -> LeaseStatus:
+def heartbeat(store: Store, job_id: int, ref: LeaseRef, caller: Caller = TRUSTED) -> LeaseStatus:
     """Renew the lease. One that ran out is renewed too while nobody else took the job: the
     agent was only slow to say it is alive (a flaky network), and its work is not wasted."""
     with store.write_rows() as session:
         now = store.now()
-        seen(session, ref.agent_id, now, store.settings.lease_seconds)
+        seen(session, ref.agent_id, now, store.settings.lease_seconds, caller)
         row = _job(session, job_id, store.row_locks)
         if (
             row.status != JobStatus.RUNNING
@@ -394,15 +447,17 @@ def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
 
 
 def submit_result(
-    services: Services, job_id: int, result: JobResult
+    services: Services, job_id: int, result: JobResult, caller: Caller = TRUSTED
 ) -> tuple[ResultReceipt, int | None]:
     """Record a job's measurement or failure, exactly once (see `_admit`), and let its search
     hear of it (`server.services.arrivals`): at once, in this transaction, where the
     strategy's proposal rounds are cheap; else afterwards. Returns the receipt and the search
     still to `settle` (None when it was told, or for a duplicate). Writes to one search take
-    turns: its row is locked first (PostgreSQL), then the job."""
+    turns: its row is locked first (PostgreSQL), then the job; the agent's row comes before
+    both, as in a claim."""
     with services.store.write() as session:
         now = services.store.now()
+        agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds, caller)
         search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
         if search_id is None:
             raise NotFound("job", job_id)
@@ -411,7 +466,6 @@ def submit_result(
         if at_once and services.store.row_locks:
             search = get_search(session, search_id, lock=True)
         row = _job(session, job_id, services.store.row_locks)
-        agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
 
 from archvocab.wire import JobStatus, SearchStatus
@@ -57,6 +57,34 @@ def requeue_expired(
     ).rowcount
     log_event("lease.expired", requeued=requeued, cancelled=cancelled, by=by)
     return requeued + cancelled
+
+
+class ExpiryWatch:
+    """The moment before which no lease can have run out, as far as this process knows: a
+    claim looks for expired leases only once it has passed, so most claims skip that read.
+
+    It holds for every process sharing the store: a lease only ever runs out later than it
+    was set to (a heartbeat renews it), and one given out after the check runs out a whole
+    lease period later (every process leases for the same period). A check in a transaction
+    that then rolls back may leave expired jobs to the schedule's next pass
+    (`requeue_stale`)."""
+
+    def __init__(self) -> None:
+        self._until: datetime | None = None
+
+    def due(self, now: datetime) -> bool:
+        return self._until is None or now >= self._until
+
+    def checked(self, session: Session, now: datetime, lease_seconds: float) -> None:
+        """Note when the first lease running now runs out (after expired ones were requeued
+        in `session`)."""
+        earliest = session.scalar(
+            select(func.min(CandidateRow.lease_expires_at)).where(
+                CandidateRow.status == JobStatus.RUNNING
+            )
+        )
+        horizon = now + timedelta(seconds=lease_seconds)
+        self._until = horizon if earliest is None else min(earliest, horizon)
 
 
 def any_expired(session: Session, before: datetime) -> bool:

@@ -27,7 +27,7 @@ from server.services.results import FrontierPoint
 from server.services.views import Census, candidate_info, search_info
 from server.store.proposals import enqueue
 from server.store.rows import AgentRow, CandidateRow, SearchRow
-from server.store.store import Store, get_search
+from server.store.store import get_search
 
 
 def create_search(
@@ -52,7 +52,7 @@ def create_search(
             session.add(search)
             session.flush()
             engine = services.engines.new(search, request, quality.normaliser(search))
-            slots = measuring_slots(services.store, session, search.device_class)
+            slots = measuring_slots(services, session, search.device_class)
             search_id = search.id
             # Held before anyone can see the search: a claim leaves it alone until it has
             # its first proposals (server.services.jobs).
@@ -135,16 +135,30 @@ def _enqueue(
         tell(services, session, search, row, engine)
 
 
-def live_agents(store: Store, session: Session, device_class: str) -> int:
+def live_agents(services: Services, session: Session, device_class: str) -> int:
     """How many measurements a search of `device_class` can have running at once: the agents
-    of the class seen within a lease period (at least one)."""
-    since = store.now() - timedelta(seconds=store.settings.lease_seconds)
-    live = session.scalar(
-        select(func.count(AgentRow.id)).where(
-            AgentRow.device_class == device_class, AgentRow.last_seen_at >= since
+    of the class seen within a lease period (at least one). Counted again when the process's
+    count is `LIVE_COUNT_S` old, or an agent of the class registered here since."""
+    store = services.store
+    now = store.now()
+    counted = services.live_counts.get(device_class)
+    if counted is not None and now - counted[0] < timedelta(seconds=LIVE_COUNT_S):
+        return counted[1]
+    since = now - timedelta(seconds=store.settings.lease_seconds)
+    with session.no_autoflush:  # what this transaction holds unflushed is no agent
+        live = session.scalar(
+            select(func.count(AgentRow.id)).where(
+                AgentRow.device_class == device_class, AgentRow.last_seen_at >= since
+            )
         )
-    )
-    return max(1, live or 0)
+    live = max(1, live or 0)
+    services.live_counts[device_class] = (now, live)
+    return live
+
+
+# How long a process trusts its count of a device class's live agents: every result and
+# claim that finds nothing needs it, and an agent that comes or goes moves it by one.
+LIVE_COUNT_S = 1.0
 
 
 # Proposals kept queued beyond the live agents, as a share of them: an agent that reports a
@@ -154,10 +168,10 @@ def live_agents(store: Store, session: Session, device_class: str) -> int:
 QUEUE_AHEAD = 0.05
 
 
-def measuring_slots(store: Store, session: Session, device_class: str) -> int:
+def measuring_slots(services: Services, session: Session, device_class: str) -> int:
     """How many of a search's candidates may be queued or measuring at once: its live agents
     (`live_agents`) and `QUEUE_AHEAD` of them more."""
-    live = live_agents(store, session, device_class)
+    live = live_agents(services, session, device_class)
     return live + int(live * QUEUE_AHEAD)
 
 
@@ -174,7 +188,7 @@ def advance(
         return
     engine = services.engines.get(session, search)
     if slots is None:
-        slots = measuring_slots(services.store, session, search.device_class)
+        slots = measuring_slots(services, session, search.device_class)
     batch = engine.ask(slots) if asked is None else asked
     # Cache hits are told at once, which can complete a generation or free a slot: ask again
     # until the engine waits on real measurements or is done.
