@@ -1,6 +1,7 @@
 """Request cost: server CPU per claim + result, and where it goes (issue 20, item 2).
 
-One process holds the real application (`create_app`, a SQLite file, authentication off)
+One process holds the real application (`create_app`, a SQLite file, authentication off;
+`--auth` turns it on, as deployed)
 and drives it as one agent would: claim, report a synthetic measurement, again. Two ways:
 
 - over HTTP, through Starlette's TestClient: the process CPU time (all threads) per claim +
@@ -43,6 +44,7 @@ from bench.script import command_line, write_json
 from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
 from server.app.factory import create_app
 from server.services import arrivals, jobs
+from server.services.auth import create_token
 from server.settings import Settings
 
 
@@ -57,17 +59,20 @@ def _search(strategy: str, budget: int, seed: int) -> dict[str, Any]:
 
 
 class Agent:
-    def __init__(self, client: TestClient) -> None:
+    def __init__(self, client: TestClient, enrollment: str | None = None) -> None:
         self.client = client
         answer = client.post(
-            "/api/v1/agents", json={"device_class": "bench-cpu", "fingerprint": FINGERPRINT}
+            "/api/v1/agents",
+            json={"device_class": "bench-cpu", "fingerprint": FINGERPRINT},
+            headers=_bearer(enrollment),
         )
         answer.raise_for_status()
         self.id = answer.json()["agent_id"]
+        self.headers = _bearer(answer.json().get("credential"))
 
     def cycle(self) -> bool:
         """One claim and its result; False when the claim found no work."""
-        claimed = self.client.post(f"/api/v1/agents/{self.id}/claim")
+        claimed = self.client.post(f"/api/v1/agents/{self.id}/claim", headers=self.headers)
         if claimed.status_code == 204:
             return False
         claimed.raise_for_status()
@@ -77,7 +82,9 @@ class Agent:
             "lease_id": lease["lease_id"],
             "measurement": synthetic_measurement(lease["spec"]),
         }
-        self.client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=body).raise_for_status()
+        self.client.post(
+            f"/api/v1/jobs/{lease['job_id']}/result", json=body, headers=self.headers
+        ).raise_for_status()
         return True
 
 
@@ -128,16 +135,26 @@ def _direct(services: Any, agent_id: str, settling: list[float] | None = None) -
     return True
 
 
+def _bearer(secret: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'cost.db'}", auth=False)
-        app = create_app(settings)
+        db = f"sqlite:///{Path(tmp) / 'cost.db'}"
+        app = create_app(Settings(database_url=db, auth=args.auth))
         with TestClient(app) as client:
+            store = app.state.store
+            with store.write() as session:  # as `hwnas token create` would
+                user = create_token(session, "bench-user", "user", store.now())[1]
+                enrollment = create_token(session, "bench-agents", "agent", store.now())[1]
+            if args.auth:
+                client.headers.update(_bearer(user))
             budget = args.warm + 2 * args.cycles + args.profile
             client.post(
                 "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
             ).raise_for_status()
-            agent = Agent(client)
+            agent = Agent(client, enrollment if args.auth else None)
             statements = Statements(app.state.store.db)
             for _ in range(args.warm):
                 agent.cycle()
@@ -148,6 +165,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             services = app.state.services
             settling: list[float] = []
             direct, _ = _timed(args.cycles, lambda: _direct(services, agent.id, settling))
+            # (the service functions take no credential: the routes check it)
             requests = [d - t for d, t in zip(direct, settling, strict=True)]
             profile = cProfile.Profile()
             profile.enable()
@@ -169,6 +187,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "commit": commit(),
         "machine": machine(),
         "strategy": args.strategy,
+        "auth": args.auth,
         "warm": args.warm,
         "cycles": args.cycles,
         "worked": worked,
@@ -203,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=int, default=200, help="timed claims finding no work")
     parser.add_argument("--profile", type=int, default=25, help="profiled cycles")
     parser.add_argument("--top", type=int, default=40, help="profile lines printed")
+    parser.add_argument("--auth", action="store_true", help="authentication on, as deployed")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     result = run(args)

@@ -218,3 +218,54 @@ def test_first_start_makes_the_first_tokens_once(database_url, monkeypatch, caps
         ("$HWNAS_AGENT_TOKEN", "agent"): auth.digest("hwnas_e_shared-by-compose"),
         ("admin", "user"): auth.digest(secret),
     }
+
+
+def test_a_credential_checked_in_the_request_answers_as_a_lookup_first_would(secured):
+    """Claims, heartbeats and results check the agent's credential against the agent row
+    they load anyway (no read of their own): the answers must be those of a lookup made
+    before anything else: 401 for a credential nobody holds, 403 for another agent's, even
+    where the job or the agent named does not exist, and a revoked credential is refused at
+    once, also for an agent whose last claim found nothing; a refused result changes
+    nothing."""
+    client, user, enroll = secured
+    alice, alice_key = enroll_agent(client, enroll)
+    bob, bob_key = enroll_agent(client, enroll)
+    forged = "hwnas_a_" + "x" * 43
+    ref = {"agent_id": alice, "lease_id": "0" * 32}
+    nowhere = "/api/v1/jobs/999999"
+    for path, body in (
+        (f"{nowhere}/heartbeat", ref),
+        (f"{nowhere}/result", {**ref, "failure": {"kind": "error", "message": "m"}}),
+    ):
+        unknown = client.post(path, json=body, headers=bearer(forged))
+        assert unknown.status_code == 401 and "not recognised" in unknown.json()["detail"]
+        other = client.post(path, json=body, headers=bearer(bob_key))
+        assert other.status_code == 403 and f"belongs to agent {bob!r}" in other.json()["detail"]
+    ghost = client.post("/api/v1/agents/no-such-agent/claim", headers=bearer(alice_key))
+    assert ghost.status_code == 403 and f"belongs to agent {alice!r}" in ghost.json()["detail"]
+    unknown = client.post(f"/api/v1/agents/{alice}/claim", headers=bearer(forged))
+    assert unknown.status_code == 401
+
+    # Alice's result sent with Bob's credential is refused and leaves the job running.
+    client.post("/api/v1/searches", json=search_request(), headers=bearer(user))
+    lease = client.post(f"/api/v1/agents/{alice}/claim", headers=bearer(alice_key)).json()
+    job = f"/api/v1/jobs/{lease['job_id']}"
+    result = {"agent_id": alice, "lease_id": lease["lease_id"]}
+    result["measurement"] = synthetic_measurement(lease["spec"])
+    assert client.post(f"{job}/result", json=result, headers=bearer(bob_key)).status_code == 403
+    progress = client.get("/api/v1/searches/1", headers=bearer(user)).json()["progress"]
+    assert progress["measured"] == 0 and progress["running"] == 1
+
+    # An agent whose claims found nothing is answered from a read; revoked, it gets a 401 too.
+    client.post("/api/v1/searches/1/cancel", headers=bearer(user)).raise_for_status()
+    for _ in range(2):
+        idle = client.post(f"/api/v1/agents/{bob}/claim", headers=bearer(bob_key))
+        assert idle.status_code == 204
+    store = client.app.state.store
+    with store.write() as session:
+        auth.revoke_token(session, "pi-fleet", store.now())
+    for agent_id, key in ((bob, bob_key), (alice, alice_key)):
+        refused = client.post(f"/api/v1/agents/{agent_id}/claim", headers=bearer(key))
+        assert refused.status_code == 401 and "register again" in refused.json()["detail"]
+    late = client.post(f"{job}/result", json=result, headers=bearer(alice_key))
+    assert late.status_code == 401
