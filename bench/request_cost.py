@@ -39,9 +39,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from archvocab.wire import JobResult
-from bench.machine import commit, machine
+from bench.machine import commit, machine, tree_cpu_s
 from bench.script import command_line, write_json
 from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
+from hwnas.testing.servers import serve
 from server.app.factory import create_app
 from server.services import arrivals, jobs
 from server.services.auth import create_token
@@ -59,7 +60,7 @@ def _search(strategy: str, budget: int, seed: int) -> dict[str, Any]:
 
 
 class Agent:
-    def __init__(self, client: TestClient, enrollment: str | None = None) -> None:
+    def __init__(self, client: Any, enrollment: str | None = None) -> None:
         self.client = client
         answer = client.post(
             "/api/v1/agents",
@@ -203,6 +204,42 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def run_served(args: argparse.Namespace) -> dict[str, Any]:
+    """The same cycles against a real `hwnas serve` (uvicorn, authentication on, JSON log to
+    a file), one agent over loopback: the server process's CPU (user + system, from /proc)
+    per claim + result and per idle claim. No other client is running, so every tick the
+    server spent is this agent's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "served.db"
+        with (
+            serve(Path(tmp), db, "--log-format", "json", lease_seconds=None) as server,
+            server.client(timeout=60) as http,
+        ):
+            budget = args.warm + args.served + 10
+            http.post(
+                "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
+            ).raise_for_status()
+            agent = Agent(http, server.procs.agent_token)
+            for _ in range(args.warm):
+                agent.cycle()
+            pid = server.proc.pid
+            rounds = []
+            for _ in range(args.rounds):  # several rounds: the spread says how far to trust one
+                start = tree_cpu_s(pid)
+                worked = sum(agent.cycle() for _ in range(args.served // args.rounds))
+                rounds.append((tree_cpu_s(pid) - start) * 1000 / max(worked, 1))
+            http.post("/api/v1/searches/1/cancel").raise_for_status()
+            agent.cycle()  # the first claim after the cancel finds nothing and is remembered
+            start = tree_cpu_s(pid)
+            for _ in range(args.idle):
+                agent.cycle()
+            idle = (tree_cpu_s(pid) - start) * 1000 / args.idle
+    return {
+        "served_cycle_cpu_ms": {"median": statistics.median(rounds), "rounds": rounds},
+        "served_idle_claim_cpu_ms": idle,
+    }
+
+
 def _summary(ms: list[float]) -> dict[str, float]:
     ms = sorted(ms)
     return {
@@ -223,9 +260,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=int, default=25, help="profiled cycles")
     parser.add_argument("--top", type=int, default=40, help="profile lines printed")
     parser.add_argument("--auth", action="store_true", help="authentication on, as deployed")
+    parser.add_argument(
+        "--served",
+        type=int,
+        default=0,
+        help="claim + result cycles timed against a real `hwnas serve` as well (0: none)",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds the served cycles form")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     result = run(args)
+    if args.served:
+        result.update(run_served(args))
     c, d, i = (result[k] for k in ("cycle_cpu_ms", "cycle_services_cpu_ms", "idle_claim_cpu_ms"))
     print(result["profile"])
     print(
@@ -242,6 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"idle claim: CPU median {i['median']:.2f} ms; statements {result['idle_claim_statements']}"
     )
+    if args.served:
+        served = result["served_cycle_cpu_ms"]
+        rounds = ", ".join(f"{r:.2f}" for r in served["rounds"])
+        print(
+            f"real server (hwnas serve, auth on): CPU per claim + result median "
+            f"{served['median']:.2f} ms (rounds: {rounds}); per idle claim "
+            f"{result['served_idle_claim_cpu_ms']:.2f} ms"
+        )
     if args.json:
         write_json(args.json, result, indent=1)
     return 0

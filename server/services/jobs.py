@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, bindparam, insert, or_, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session, aliased, lazyload
 
 from archvocab.registry import parse_space
 from archvocab.wire import (
@@ -352,13 +352,32 @@ _TERMS_KEPT = 10_000
 
 def _job(session: Session, job_id: int, lock: bool) -> CandidateRow:
     """The job's row, read fresh; with `lock` its row is locked first (PostgreSQL: the
-    architecture and measurement the row loads with it are not, and need not be)."""
+    measurement the row loads with it is not, and need not be). Its architecture, which a
+    heartbeat or a result has no use for, loads only if asked for."""
     if lock:
         session.execute(select(CandidateRow.id).where(CandidateRow.id == job_id).with_for_update())
-    row = session.get(CandidateRow, job_id, populate_existing=True)
+    row = session.get(
+        CandidateRow, job_id, populate_existing=True, options=[lazyload(CandidateRow.architecture)]
+    )
     if row is None:
         raise NotFound("job", job_id)
     return row
+
+
+def _job_and_search(session: Session, job_id: int, lock: bool) -> tuple[CandidateRow, SearchRow]:
+    """A job that a result arrives for, and its search. With `lock` (PostgreSQL), where the
+    search is told at once, the search's row is locked before the job's: writes to one
+    search take turns."""
+    if not lock:
+        row = _job(session, job_id, lock=False)
+        return row, session.get(SearchRow, row.search_id)
+    search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
+    if search_id is None:
+        raise NotFound("job", job_id)
+    search = session.get(SearchRow, search_id)
+    if not rounds_outside(search):
+        search = get_search(session, search_id, lock=True)
+    return _job(session, job_id, lock=True), search
 
 
 def heartbeat(store: Store, job_id: int, ref: LeaseRef, caller: Caller = TRUSTED) -> LeaseStatus:
@@ -458,14 +477,9 @@ def submit_result(
     with services.store.write() as session:
         now = services.store.now()
         agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds, caller)
-        search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
-        if search_id is None:
-            raise NotFound("job", job_id)
-        search = session.get(SearchRow, search_id)
+        row, search = _job_and_search(session, job_id, services.store.row_locks)
+        search_id = search.id  # still to settle, unless told here
         at_once = not rounds_outside(search)
-        if at_once and services.store.row_locks:
-            search = get_search(session, search_id, lock=True)
-        row = _job(session, job_id, services.store.row_locks)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now

@@ -18,3 +18,17 @@ def test_a_tiny_run_counts_statements_and_idle_claims_write_nothing(tmp_path: Pa
     assert result["cycle_statements"]["writes"] > 0  # a claim leases, a result records
     assert result["idle_claim_statements"]["writes"] == 0
     assert "submit_result" in result["profile"] and "claim" in result["profile"]
+
+
+def test_with_credentials_and_a_real_server_the_cycles_still_do_work(tmp_path: Path) -> None:
+    """--auth sends credentials as deployed agents do; --served times a real `hwnas serve`
+    (its CPU per cycle comes from /proc: positive, one figure per round)."""
+    out = tmp_path / "cost.json"
+    argv = ["--warm", "3", "--cycles", "4", "--idle", "3", "--profile", "1", "--auth"]
+    argv += ["--served", "6", "--rounds", "2", "--json", str(out)]
+    assert request_cost.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["auth"] is True and result["worked"] == 4
+    served = result["served_cycle_cpu_ms"]
+    assert len(served["rounds"]) == 2 and served["median"] > 0
+    assert result["served_idle_claim_cpu_ms"] >= 0
