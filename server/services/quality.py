@@ -88,9 +88,7 @@ def record_result(
     if last is None:
         with session.no_autoflush:
             last = session.scalar(
-                select(func.max(CandidateRow.result_seq)).where(
-                    CandidateRow.search_id == search.id
-                )
+                select(func.max(CandidateRow.result_seq)).where(CandidateRow.search_id == search.id)
             )
     row.result_seq = numbered[search.id] = (last or 0) + 1
     norm = normaliser(search)
