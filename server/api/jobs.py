@@ -1,5 +1,6 @@
 """The jobs agents do: a claim leases one (204: no work), heartbeats keep the lease, a result
-ends it. Each needs the agent's own credential."""
+ends it. Each needs the agent's own credential. Their answers are encoded once (`encoded`):
+these are the requests a fleet sends most."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from fastapi import APIRouter, BackgroundTasks, Request, Response
 
 from archvocab.wire import API_PREFIX, JobLease, JobResult, LeaseRef, LeaseStatus, ResultReceipt
 from server.api.deps import AgentCaller, AgentId, JobId, services_of, store_of
+from server.api.encoded import encoded
 from server.api.responses import AUTH_ERRORS, CONFLICT
 from server.services import arrivals, jobs
 
@@ -18,16 +20,16 @@ router = APIRouter(prefix=API_PREFIX)
     response_model=JobLease,
     responses={**AUTH_ERRORS, 204: {"description": "no work"}},
 )
-def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> JobLease | Response:
+def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> Response:
     lease = jobs.claim(services_of(request), agent_id, who)
-    return Response(status_code=204) if lease is None else lease
+    return Response(status_code=204) if lease is None else encoded(lease)
 
 
 @router.post(
     "/jobs/{job_id}/heartbeat", response_model=LeaseStatus, responses={**AUTH_ERRORS, **CONFLICT}
 )
-def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller) -> LeaseStatus:
-    return jobs.heartbeat(store_of(request), job_id, body, who)
+def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller) -> Response:
+    return encoded(jobs.heartbeat(store_of(request), job_id, body, who))
 
 
 @router.post(
@@ -35,7 +37,7 @@ def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller)
 )
 def submit_result(
     job_id: JobId, body: JobResult, request: Request, who: AgentCaller, after: BackgroundTasks
-) -> ResultReceipt:
+) -> Response:
     """Accepted once per job: a repeated submission (a retry after a timeout) is answered
     as a duplicate and changes nothing; see server.services.jobs.submit_result for late
     results. The search hears of the result once the answer has gone (`arrivals.settle`)."""
@@ -43,4 +45,4 @@ def submit_result(
     receipt, search_id = jobs.submit_result(services, job_id, body, who)
     if search_id is not None:
         after.add_task(arrivals.settle_after_answer, services, search_id)
-    return receipt
+    return encoded(receipt)
