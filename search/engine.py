@@ -14,7 +14,7 @@ serialise access.
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Self
@@ -82,6 +82,7 @@ class Engine:
         self._frontier: list[Candidate] | None = None  # cache, extended on every tell
         self._order: dict[str, int] = {}  # arch_id -> proposal index
         self._front_values = np.zeros((0, len(self._objectives.names)))  # `minimised`, cached
+        self._front_order = np.zeros(0, int)  # the members' proposal indices, ascending
         self._front_changes = 0  # counts changes of the cached frontier
         self._front_volume: tuple[tuple[int, str], float] | None = None
 
@@ -208,6 +209,7 @@ class Engine:
             pool = [(c, t) for c, t in self.measured() if self._objectives.feasible(c.proxies, t)]
             mask = self._objectives.front([{**c.proxies, **t} for c, t in pool])
             self._frontier = [c for (c, _), keep in zip(pool, mask, strict=True) if keep]
+            self._front_order = np.array([self._order[c.arch_id] for c in self._frontier], int)
             self._front_values = np.array(
                 [
                     self._objectives.minimised(c.proxies, self._results[c.arch_id])
@@ -245,11 +247,12 @@ class Engine:
         row = self._objectives.minimised(candidate.proxies, told)
         joins, stays = self._objectives.extend_front(self._front_values, row)
         if joins:  # in proposal order, where the newcomer's index falls among the kept
-            kept = [c for c, keep in zip(self._frontier, stays, strict=True) if keep]
-            at = bisect.bisect(
-                [self._order[c.arch_id] for c in kept], self._order[candidate.arch_id]
-            )
+            kept = list(itertools.compress(self._frontier, stays))
+            kept_order = self._front_order[stays]
+            index = self._order[candidate.arch_id]
+            at = int(np.searchsorted(kept_order, index, side="right"))
             self._frontier = [*kept[:at], candidate, *kept[at:]]
+            self._front_order = np.insert(kept_order, at, index)
             self._front_values = np.insert(self._front_values[stays], at, row, axis=0)
             self._front_changes += 1
 
