@@ -43,28 +43,44 @@ class Seen:
 
 
 def verify(http: httpx.Client, search_ids: list[int], seen: Seen) -> dict:
-    """Exactly-once over the API: each accepted result is one measured candidate carrying that
-    agent's measurement, no measured candidate lacks an accepted result, jobs_done agree."""
-    measured, statuses = {}, Counter()
+    """Exactly-once over the API: each accepted result is one job's, no job's result was
+    accepted twice, each measured candidate carries the measurement of the first accepted
+    result for its architecture (a search that reached its budget re-measures frontier
+    points: jobs of their own, later, for the same architecture, and the candidate counts
+    their quiet measurements), no measured candidate lacks an accepted result, jobs_done
+    agree."""
+    measured, statuses, counted = {}, Counter(), {}
     for sid in search_ids:
         for cand in http.get(f"/api/v1/searches/{sid}/candidates").raise_for_status().json():
             statuses[cand["status"]] += 1
             if cand["status"] == "measured" and not cand["reused"]:
                 m = cand["measurement"]
                 measured[(sid, cand["arch_id"])] = (m["agent_id"], m["measurement_id"])
+                counted[(sid, cand["arch_id"])] = cand["measurements"]
     jobs_done = {a["agent_id"]: a["jobs_done"] for a in http.get("/api/v1/agents").json()}
-    new = [(s, a, agent) for s, a, _, agent, duplicate in seen.accepted if not duplicate]
-    per_job = Counter((s, a) for s, a, _ in new)
+    new = [(s, a, job, agent) for s, a, job, agent, duplicate in seen.accepted if not duplicate]
+    per_job = Counter(job for _, _, job, _ in new)
     per_agent = Counter(agent for *_, agent in new)
+    by_arch: dict[tuple, list[tuple[int, str]]] = {}
+    for s, a, job, agent in new:
+        by_arch.setdefault((s, a), []).append((job, agent))
+    # An architecture's first job is its candidate; later ones are re-measurements of it.
+    first = {key: min(jobs)[1] for key, jobs in by_arch.items()}
+    remeasured = {key: len(jobs) - 1 for key, jobs in by_arch.items() if len(jobs) > 1}
     ids = [mid for _, mid in measured.values()]
     checks = {
         "accepted": len(new),
         "duplicate_answers": len(seen.accepted) - len(new),
         "measured": len(measured),
+        "remeasurements": sum(remeasured.values()),
         "jobs_done": sum(jobs_done.values()),
         "accepted_twice": sum(1 for n in per_job.values() if n > 1),
-        "lost": sum(1 for s, a, agent in new if measured.get((s, a), (None,))[0] != agent),
-        "unaccounted": sum(1 for key in measured if key not in per_job),
+        "lost": sum(1 for key, agent in first.items() if measured.get(key, (None,))[0] != agent),
+        "unaccounted": sum(1 for key in measured if key not in by_arch),
+        # Every synthetic measurement is quiet, so each one accepted is counted.
+        "remeasurements_uncounted": sum(
+            1 for key, n in remeasured.items() if counted.get(key) != n + 1
+        ),
         "agents_mismatched": sum(1 for a, n in jobs_done.items() if n != per_agent.get(a, 0)),
         "measurement_ids_repeated": len(ids) - len(set(ids)),
         "leased_twice": sum(1 for n in Counter(seen.leases).values() if n > 1),
@@ -73,7 +89,9 @@ def verify(http: httpx.Client, search_ids: list[int], seen: Seen) -> dict:
     }
     zero = ("accepted_twice", "lost", "unaccounted", "agents_mismatched")
     zero += ("measurement_ids_repeated", "left_running", "duplicate_answers")
-    counts = {checks["accepted"], checks["measured"], checks["jobs_done"]}
+    zero += ("remeasurements_uncounted",)
+    counts = {checks["accepted"], checks["measured"] + checks["remeasurements"]}
+    counts.add(checks["jobs_done"])
     checks["ok"] = len(counts) == 1 and not any(checks[k] for k in zero)
     return checks
 

@@ -34,13 +34,36 @@ def api(candidates: list[dict], jobs_done: dict[str, int]) -> httpx.Client:
     return httpx.Client(base_url="http://load.test", transport=httpx.MockTransport(answer))
 
 
-def measured(arch: str, agent: str, measurement_id: int) -> dict:
+def measured(arch: str, agent: str, measurement_id: int, measurements: int = 1) -> dict:
     m = {"agent_id": agent, "measurement_id": measurement_id}
-    return {"arch_id": arch, "status": "measured", "reused": False, "measurement": m}
+    return {
+        "arch_id": arch,
+        "status": "measured",
+        "reused": False,
+        "measurement": m,
+        "measurements": measurements,
+    }
 
 
 def accepted(*rows: tuple[str, str]) -> Seen:
+    """Results accepted for new jobs, one job each (ids in order)."""
     return Seen(accepted=[(1, arch, i, agent, False) for i, (arch, agent) in enumerate(rows)])
+
+
+def test_a_re_measurement_is_a_job_of_its_own_and_counts() -> None:
+    """A search at its budget re-measures frontier points: a later job for the same
+    architecture, whose result the candidate counts among its measurements."""
+    with api([measured("a", "x", 1, measurements=2)], {"x": 1, "y": 1}) as http:
+        checks = verify(http, [1], accepted(("a", "x"), ("a", "y")))
+    assert checks["ok"], checks
+    assert checks["remeasurements"] == 1 and checks["accepted"] == checks["jobs_done"] == 2
+    # The candidate carries the first job's measurement, not the re-measurement's.
+    with api([measured("a", "y", 1, measurements=2)], {"x": 1, "y": 1}) as http:
+        assert verify(http, [1], accepted(("a", "x"), ("a", "y")))["lost"] == 1
+    # A re-measurement accepted that the candidate does not count.
+    with api([measured("a", "x", 1)], {"x": 1, "y": 1}) as http:
+        checks = verify(http, [1], accepted(("a", "x"), ("a", "y")))
+    assert checks["remeasurements_uncounted"] == 1 and not checks["ok"]
 
 
 def test_verify_accepts_a_consistent_run() -> None:
@@ -55,8 +78,13 @@ def test_verify_accepts_a_consistent_run() -> None:
 @pytest.mark.parametrize(
     ("candidates", "jobs_done", "seen", "violated"),
     [
-        # accepted twice (as new, not as a duplicate)
-        ([measured("a", "x", 1)], {"x": 1}, accepted(("a", "x"), ("a", "x")), "accepted_twice"),
+        # one job accepted twice (as new, not as a duplicate)
+        (
+            [measured("a", "x", 1)],
+            {"x": 2},
+            Seen(accepted=[(1, "a", 7, "x", False), (1, "a", 7, "x", False)]),
+            "accepted_twice",
+        ),
         # accepted, but the candidate carries another agent's measurement
         ([measured("a", "y", 1)], {"x": 1, "y": 0}, accepted(("a", "x")), "lost"),
         # measured, but no agent was told its result was accepted
