@@ -16,7 +16,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, insert, or_, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased, lazyload
 
 from archvocab.registry import parse_space
@@ -98,20 +98,24 @@ _IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one w
 _ROUND_WAIT_S = 1.0
 
 
-def _servable(agent: AgentRow) -> ColumnElement[bool]:
-    """The running searches this agent can measure for."""
+# A claim's statements are built once and bound per claim: building a statement costs about
+# as much as running it. The running searches an agent can measure for:
+_SERVABLE = and_(
+    SearchRow.status == SearchStatus.RUNNING,
+    SearchRow.device_class == bindparam("device_class"),
+    SearchRow.runtime.in_(bindparam("runtimes", expanding=True)),
+    SearchRow.device.in_(bindparam("devices", expanding=True)),
+)
+
+
+def _servable(agent: AgentRow) -> dict[str, Any]:
+    """`_SERVABLE`'s parameters for this agent."""
     runtimes, devices = capabilities(agent)
-    return and_(
-        SearchRow.status == SearchStatus.RUNNING,
-        SearchRow.device_class == agent.device_class,
-        SearchRow.runtime.in_(runtimes),
-        SearchRow.device.in_(devices),
-    )
+    return {"device_class": agent.device_class, "runtimes": runtimes, "devices": devices}
 
 
-# A claim's statements, built once (bound per claim): building a statement costs about as much
-# as running it. The pick brings everything the lease says: the job, its spec, and which
-# search (whose terms are the same for every lease: `_terms`).
+# The pick brings everything the lease says: the job, its spec, and which search (whose terms
+# are the same for every lease: `_terms`).
 _PICK = (
     select(
         CandidateRow.id,
@@ -123,13 +127,7 @@ _PICK = (
     )
     .join(SearchRow, SearchRow.id == CandidateRow.search_id)
     .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
-    .where(
-        CandidateRow.status == JobStatus.QUEUED,
-        SearchRow.status == SearchStatus.RUNNING,
-        SearchRow.device_class == bindparam("device_class"),
-        SearchRow.runtime.in_(bindparam("runtimes", expanding=True)),
-        SearchRow.device.in_(bindparam("devices", expanding=True)),
-    )
+    .where(CandidateRow.status == JobStatus.QUEUED, _SERVABLE)
     .order_by(CandidateRow.id)
     .limit(1)
 )
@@ -155,16 +153,16 @@ _ISSUE = insert(LeaseRow.__table__).values(
     agent_id=bindparam("agent"),
     issued_at=bindparam("issued"),
 )
-
-
-def _queued_for(agent: AgentRow) -> Select:
-    """A queued job the agent could take, if any (its id)."""
-    return (
-        select(CandidateRow.id)
-        .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-        .where(CandidateRow.status == JobStatus.QUEUED, _servable(agent))
-        .limit(1)
-    )
+# Whether a job the agent could take is queued; whether a result waits to be told to one of
+# its searches; its searches and their revisions.
+_ANY_QUEUED = (
+    select(CandidateRow.id)
+    .join(SearchRow, SearchRow.id == CandidateRow.search_id)
+    .where(CandidateRow.status == JobStatus.QUEUED, _SERVABLE)
+    .limit(1)
+)
+_ANY_WAITING = select(waiting_for(_SERVABLE))
+_SERVED = select(SearchRow.id, SearchRow.revision).where(_SERVABLE)
 
 
 def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
@@ -184,13 +182,13 @@ def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
             return False
         if services.expiry.due(now) and any_expired(session, now):
             return False
-        servable = _servable(agent)
-        if session.scalar(_queued_for(agent)) is not None:
+        params = _servable(agent)
+        if session.scalar(_ANY_QUEUED, params) is not None:
             return False
-        if session.scalar(select(waiting_for(servable))):
+        if session.scalar(_ANY_WAITING, params):
             return False  # a result its searches have not been told of yet
         slots = measuring_slots(services, session, agent.device_class)
-        searches = session.execute(select(SearchRow.id, SearchRow.revision).where(servable))
+        searches = session.execute(_SERVED, params)
         return all(services.engines.known_idle(i, revision, slots) for i, revision in searches)
 
 
@@ -203,8 +201,7 @@ def _take_queued(services: Services, agent_id: str, caller: Caller = TRUSTED) ->
             requeue_expired(session, now, store.row_locks)
             services.expiry.checked(session, now, store.settings.lease_seconds)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
-        runtimes, devices = capabilities(agent)
-        params = {"device_class": agent.device_class, "runtimes": runtimes, "devices": devices}
+        params = _servable(agent)
         query = _PICK_LOCKED if store.row_locks else _PICK
         others: set[tuple[str, str]] | None = None  # read only when a re-measurement comes up
         for _ in range(_CLAIM_RACES + 1):
@@ -298,10 +295,11 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[in
     with services.store.write() as session:
         store = services.store
         agent = seen(session, agent_id, store.now(), store.settings.lease_seconds)
-        query = select(SearchRow).where(_servable(agent))
+        query = select(SearchRow).where(_SERVABLE)
         if services.store.row_locks:
             query = query.with_for_update(skip_locked=True)
-        for search in session.scalars(query).all():
+        params = _servable(agent)
+        for search in session.scalars(query, params).all():
             if rounds_outside(search):
                 around.append(search.id)
                 continue
@@ -314,7 +312,7 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[in
                 advance(services, session, search)
             finally:
                 lock.release()
-        return session.scalar(_queued_for(agent)) is not None, busy, around
+        return session.scalar(_ANY_QUEUED, params) is not None, busy, around
 
 
 def _terms(
