@@ -94,3 +94,30 @@ def test_a_refused_result_costs_no_other_search_its_engine(client):
     second = client.post(f"/api/v1/agents/{mine}/claim").json()
     assert _report(client, mine, second).status_code == 200
     assert services.engines.restores == restores, "the refusal made the other search replay"
+
+
+def test_a_lease_another_server_gave_out_is_requeued_by_the_next_claim_once_it_runs_out(
+    make_client, clock
+):
+    """A claim looks for expired leases only once the first running lease it knew of can have
+    run out (`leases.ExpiryWatch`); a lease another server gave out later runs out later, so
+    no expired job waits for the schedule."""
+    first, second = make_client("shared.db"), make_client("shared.db")  # 30 s leases
+    first.post("/api/v1/searches", json=search_request()).raise_for_status()
+    body = {"device_class": "test-cpu", "fingerprint": FINGERPRINT}
+    a, b, c = (first.post("/api/v1/agents", json=body).json()["agent_id"] for _ in range(3))
+    held = first.post(f"/api/v1/agents/{a}/claim").json()  # runs out at t + 30
+    clock.advance(20)
+    other = second.post(f"/api/v1/agents/{b}/claim").json()  # runs out at t + 50
+    assert other["job_id"] != held["job_id"]
+    clock.advance(5)  # t + 25: nothing has run out, and nothing is taken back
+    early = first.post(f"/api/v1/agents/{c}/claim").json()
+    assert early["job_id"] not in (held["job_id"], other["job_id"])
+    clock.advance(10)  # t + 35: a's lease ran out; the next claim, on either server, requeues it
+    late = second.post(f"/api/v1/agents/{c}/claim").json()
+    assert late["job_id"] == held["job_id"]
+    ref = {"agent_id": a, "lease_id": held["lease_id"]}
+    assert first.post(f"/api/v1/jobs/{held['job_id']}/heartbeat", json=ref).status_code == 409
+    clock.advance(20)  # t + 55: b's lease ran out too, and the first server takes it back
+    again = first.post(f"/api/v1/agents/{a}/claim").json()
+    assert again["job_id"] == other["job_id"]
