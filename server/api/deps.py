@@ -86,16 +86,16 @@ def agent_caller(
     if not store.settings.auth:
         return OPEN
     authorization = request.headers.get("authorization")
-    who = claimed_agent(authorization) if authorization else None
-    if who is None:
-        with store.read() as session:
-            who = identify(session, authorization)
-    if who is None:
+    if not authorization:
         raise Unauthenticated(
             "claims, heartbeats and results need the agent's credential: send "
             "'Authorization: Bearer <credential>', the credential this server issued when the "
             "agent registered with an enrollment token"
         )
+    who = claimed_agent(authorization)
+    if who is None:
+        with store.read() as session:
+            who = identify(session, authorization)
     return who
 
 
