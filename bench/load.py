@@ -226,6 +226,20 @@ def summarise(load: Load, store: str, workers: int, seen: Seen, once: dict, log:
         "exactly_once": once,
         "server_log": log,
         "cpu": seen.cpu,
+        "server_cpu_ms": _cpu_per(seen.cpu, once["accepted"], len(seen.requests)),
+    }
+
+
+def _cpu_per(cpu: dict, results: int, requests: int) -> dict:
+    """The server's CPU (its processes, PostgreSQL's apart) per accepted result and per
+    request of any kind, in ms."""
+    server = cpu.get("server_s", 0.0)
+    return {
+        "per_result": round(1000 * server / results, 2) if results else None,
+        "per_request": round(1000 * server / requests, 2) if requests else None,
+        "postgres_per_result": round(1000 * cpu.get("postgres_s", 0.0) / results, 2)
+        if results
+        else None,
     }
 
 
@@ -265,7 +279,7 @@ def print_table(scenarios: list[dict]) -> None:
     table = Table(title="load: latency in ms (client side, loopback)")
     columns = ("store", "procs", "results", "results/s", "claim p50", "p90", "p99", "max")
     columns += (f"p99 after {WARMUP_S:g} s", "result p50", "p99", "max", "204s", "failed")
-    columns += ("log", "exactly-once")
+    columns += ("server CPU ms per result", "log", "exactly-once")
     for column in columns:
         table.add_column(column, justify="left" if column == "store" else "right")
     for s in scenarios:
@@ -283,6 +297,7 @@ def print_table(scenarios: list[dict]) -> None:
             *(fmt(r.get(k)) for k in ("p50", "p99", "max")),
             str(claim["statuses"].get("204", 0)),
             str(s["failed_requests"]),
+            fmt(s["server_cpu_ms"]["per_result"]),
             str(findings),
             "ok" if s["exactly_once"]["ok"] else "VIOLATED",
         )

@@ -206,5 +206,9 @@ def test_latencies_are_reported(run: dict) -> None:
             assert all(math.isfinite(v) and v >= 0 for v in figures)
             assert figures == sorted(figures)
     assert run["cpu"]["server_s"] > 0 and run["cpu"]["generators_s"] > 0
+    per = run["server_cpu_ms"]
+    results = run["exactly_once"]["accepted"]
+    assert per["per_result"] == pytest.approx(1000 * run["cpu"]["server_s"] / results, abs=0.01)
+    assert 0 < per["per_request"] < per["per_result"]  # a result comes with at least its claim
     if run["store"] == "postgresql":
         assert run["cpu"]["postgres_s"] > 0
