@@ -84,6 +84,9 @@ class Engine:
         self._front_values = np.zeros((0, len(self._objectives.names)))  # `minimised`, cached
         self._front_order = np.zeros(0, int)  # the members' proposal indices, ascending
         self._front_changes = 0  # counts changes of the cached frontier
+        # ... of those, the ones that can move its hypervolume: a newcomer that some member
+        # weakly dominates adds no volume, and members it pushes off were dominated
+        self._front_volume_changes = 0
         self._front_volume: tuple[tuple[int, str], float] | None = None
 
     # -- ask / tell ------------------------------------------------------------------------
@@ -218,15 +221,19 @@ class Engine:
                 dtype=float,
             ).reshape(len(self._frontier), len(self.objectives))
             self._front_changes += 1
+            self._front_volume_changes += 1
         return list(self._frontier)
 
     def frontier_hypervolume(self, normaliser: Normaliser) -> float:
         """The hypervolume of `frontier()` under `normaliser`, computed again only when the
-        frontier or the normalisation changed (most results leave the frontier as it was)."""
+        frontier's volume or the normalisation can have changed (most results leave the
+        frontier as it was, and most that join it within the noise add no volume)."""
         front = self.frontier()
-        key = (self._front_changes, json.dumps(normaliser.to_dict(), sort_keys=True))
+        same = normaliser.objectives == self.objectives  # else a projection: any change counts
+        changes = self._front_volume_changes if same else self._front_changes
+        key = (changes, json.dumps(normaliser.to_dict(), sort_keys=True))
         if self._front_volume is None or self._front_volume[0] != key:
-            if normaliser.objectives == self.objectives:
+            if same:
                 raw = self._front_values * self._objectives.signs  # `minimised` undone
                 points = normaliser.scale(raw)
             else:
@@ -246,6 +253,8 @@ class Engine:
             return
         row = self._objectives.minimised(candidate.proxies, told)
         joins, stays = self._objectives.extend_front(self._front_values, row)
+        if joins and not (self._front_values <= row).all(axis=1).any():
+            self._front_volume_changes += 1
         if joins:  # in proposal order, where the newcomer's index falls among the kept
             kept = list(itertools.compress(self._frontier, stays))
             kept_order = self._front_order[stays]
