@@ -32,3 +32,14 @@ def test_with_credentials_and_a_real_server_the_cycles_still_do_work(tmp_path: P
     served = result["served_cycle_cpu_ms"]
     assert len(served["rounds"]) == 2 and served["median"] > 0
     assert result["served_idle_claim_cpu_ms"] >= 0
+
+
+def test_the_results_of_re_measurements_at_a_search_s_end_are_timed_apart(tmp_path: Path) -> None:
+    out = tmp_path / "cost.json"
+    argv = ["--warm", "60", "--cycles", "2", "--idle", "2", "--profile", "1"]
+    argv += ["--remeasure", "3", "--json", str(out)]
+    assert request_cost.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["remeasure_first_ms"]["n"] == 60  # the search's budget, all first results
+    again = result["remeasure_again_ms"]
+    assert again["n"] == 3 and again["max"] >= again["median"] > 0
