@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -163,12 +164,67 @@ def dominated_pairs(rows: NDArray[np.float64], others: NDArray[np.float64]) -> N
 
 
 def _dominated_by_any(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """`dominated_by` over any number of rows, a block at a time (bounded temporaries)."""
+    """`dominated_by` over any number of rows: for two and three objectives a sweep
+    (O((rows + others) log)), for more a block at a time (bounded temporaries)."""
+    k = rows.shape[1] if rows.ndim == 2 else 0
+    if len(rows) and len(others) and k in (2, 3) and len(rows) * len(others) > _SWEEP_FROM:
+        return _swept_2d(rows, others) if k == 2 else _swept_3d(rows, others)
     out = np.zeros(len(rows), dtype=bool)
     for start in range(0, len(rows), _BLOCK):
         block = rows[start : start + _BLOCK]
         for f in range(0, len(others), _FRONT_BLOCK):
             out[start : start + len(block)] |= dominated_by(block, others[f : f + _FRONT_BLOCK])
+    return out
+
+
+# Below this many row-other pairs, comparing them all in numpy is quicker than a sweep.
+_SWEEP_FROM = 200_000
+
+
+def _swept_2d(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """`_dominated_by_any` for two objectives: others sorted by (x, y); a row is dominated by
+    one with a smaller x and y at most its own, or by the first with its x and a smaller y."""
+    others = others[np.lexsort(others.T[::-1])]
+    x, y = others[:, 0], others[:, 1]
+    smaller = np.searchsorted(x, rows[:, 0], side="left")  # others with a strictly smaller x
+    best = np.minimum.accumulate(y)
+    by_smaller_x = (smaller > 0) & (best[np.maximum(smaller - 1, 0)] <= rows[:, 1])
+    first_equal = np.minimum(smaller, len(x) - 1)
+    by_equal_x = (x[first_equal] == rows[:, 0]) & (y[first_equal] < rows[:, 1])
+    return by_smaller_x | by_equal_x
+
+
+def _swept_3d(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """`_dominated_by_any` for three objectives, by the staircase sweep of `_sweep_3d`: rows
+    and others in one lexicographic order, a row before an equal other (an equal point does
+    not dominate). Every other before a row is lexicographically smaller, so it dominates the
+    row iff it is no worse in y and z: the staircase of those seen says so in one bisection."""
+    points = np.vstack([others, rows])
+    is_row = np.zeros(len(points), dtype=np.int8)
+    is_row[len(others) :] = 1
+    order = np.lexsort((-is_row, points[:, 2], points[:, 1], points[:, 0]))
+    ys, zs = points[order, 1].tolist(), points[order, 2].tolist()
+    out = np.zeros(len(rows), dtype=bool)
+    found = []
+    stair_y: list[float] = []
+    stair_z: list[float] = []
+    first_row = len(others)
+    for position, index in enumerate(order.tolist()):
+        y, z = ys[position], zs[position]
+        j = bisect_right(stair_y, y)
+        covered = j > 0 and stair_z[j - 1] <= z
+        if index >= first_row:
+            if covered:
+                found.append(index - first_row)
+            continue
+        if covered:
+            continue
+        lo = hi = bisect_left(stair_y, y)
+        while hi < len(stair_z) and stair_z[hi] >= z:
+            hi += 1
+        stair_y[lo:hi] = [y]
+        stair_z[lo:hi] = [z]
+    out[found] = True
     return out
 
 
@@ -214,13 +270,16 @@ def front_beyond_noise(
 @dataclass(frozen=True)
 class NoisyFront:
     """A frontier beyond noise (`front_beyond_noise`) with what each member's place rests on,
-    members in arrival order: their values and intervals, `group` (the index of the member's
-    nominal frontier point, itself for one) and `certain` (`beyond_doubt`).
+    members in arrival order: their arrival keys, values and intervals, `group` (the index of
+    the member's nominal frontier point, itself for one) and `certain` (`beyond_doubt`).
 
-    `extend` adds one point after all the others at the cost of a few comparisons per member,
-    so a table that grows result by result need not rebuild its frontier each time.
+    `insert` adds one point and `remove` takes one away at the cost of a few comparisons per
+    member, so that a table whose results arrive, or move when measured again, one at a time
+    need not rebuild its frontier each time. Each gives the front `of` would build from every
+    point there is then.
     """
 
+    keys: NDArray[np.intp]  # ascending: the arrival order
     nominal: NDArray[np.float64]
     low: NDArray[np.float64]
     high: NDArray[np.float64]
@@ -229,16 +288,21 @@ class NoisyFront:
 
     @classmethod
     def of(
-        cls, nominal: ArrayLike, low: ArrayLike, high: ArrayLike
+        cls, nominal: ArrayLike, low: ArrayLike, high: ArrayLike, keys: ArrayLike | None = None
     ) -> tuple[NDArray[np.bool_], NoisyFront]:
-        """(which rows are members, the front they make)."""
+        """(which rows are members, the front they make); rows in arrival order, their keys
+        ascending (by default their indices)."""
         values, lo, hi = (np.asarray(a, dtype=float) for a in (nominal, low, high))
+        keyed = np.arange(len(values)) if keys is None else np.asarray(keys, dtype=np.intp)
         mask, group = front_beyond_noise(values, lo, hi)
         certain = beyond_doubt(lo, hi, mask)
         rows = np.flatnonzero(mask)
         position = np.full(len(values), -1, dtype=np.intp)
         position[rows] = np.arange(len(rows))
-        return mask, cls(values[rows], lo[rows], hi[rows], position[group[rows]], certain[rows])
+        front = cls(
+            keyed[rows], values[rows], lo[rows], hi[rows], position[group[rows]], certain[rows]
+        )
+        return mask, front
 
     def __len__(self) -> int:
         return len(self.nominal)
@@ -248,12 +312,13 @@ class NoisyFront:
         """Members on the nominal frontier."""
         return self.group == np.arange(len(self.group))
 
-    def extend(
-        self, nominal: ArrayLike, low: ArrayLike, high: ArrayLike
+    def insert(
+        self, key: int, nominal: ArrayLike, low: ArrayLike, high: ArrayLike
     ) -> tuple[NoisyFront, NDArray[np.bool_]] | None:
-        """The front of the members and one more point (after them in arrival order), as `of`
-        would build it from every point so far, and which members stay on it; None when the
-        point does not join (then nothing changes).
+        """The front of the members and one more point arriving as `key` (not a member's),
+        and which members stay on it; None when the point does not join (then nothing
+        changes). Only the members need be known: every other point is dominated beyond
+        noise by one of them.
 
         Members suffice as rivals throughout: whatever dominates the point beyond noise, or
         nominally, is dominated by a member (`front_beyond_noise`, `beyond_doubt`); a member
@@ -266,29 +331,99 @@ class NoisyFront:
         stays = ~dominated_pairs(self.low, x_hi)[:, 0]
         plain = self.plain
         x_plain = not dominated_by(x, self.nominal[plain])[0]
-        lost = plain & dominated_pairs(self.nominal, x)[:, 0]
+        under = dominated_pairs(self.nominal, x)[:, 0]  # what the point nominally dominates
+        lost = plain & under
         certain = self.certain & ~dominated_pairs(self.high, x_lo)[:, 0]
         keep = np.flatnonzero(stays)
         x_certain = not dominated_by(x_hi, self.low[keep])[0]
+        at = int(np.searchsorted(self.keys[keep], key))
+        n = len(keep) + 1
+        rest = np.arange(n) != at  # the kept members' places in the new front
         position = np.full(len(self), -1, dtype=np.intp)
-        position[keep] = np.arange(len(keep))
-        values = np.vstack([self.nominal[keep], x])
-        group = np.append(position[self.group[keep]], len(keep))
-        still_plain = np.append((plain & ~lost)[keep], x_plain)
+        position[keep] = np.flatnonzero(rest)
+
+        def placed(kept: NDArray, new: Any) -> NDArray:
+            out = np.empty((n, *kept.shape[1:]), dtype=kept.dtype)
+            out[rest], out[at] = kept, new
+            return out
+
+        values = placed(self.nominal[keep], x[0])
+        group = placed(position[self.group[keep]], at)
+        still_plain = placed((plain & ~lost)[keep], x_plain)
         leaders = np.flatnonzero(still_plain)
-        # A member whose nominal frontier point the new one pushed off (perhaps itself) is
-        # grouped anew, as the new one is unless it leads.
-        regroup = np.flatnonzero(np.append(lost[self.group[keep]], not x_plain))
-        if len(regroup):
-            group[regroup] = leaders[_first_dominator(values[regroup], values[leaders])]
+        # Grouped anew: a member whose nominal frontier point the new one pushed off (perhaps
+        # itself), any member a new frontier point dominates (it may come first now), and the
+        # new point unless it leads.
+        regroup = placed(lost[self.group[keep]] | (x_plain & under[keep]), not x_plain)
+        if regroup.any():
+            rows = np.flatnonzero(regroup)
+            group[rows] = leaders[_first_dominator(values[rows], values[leaders])]
         front = NoisyFront(
+            placed(self.keys[keep], key),
             values,
-            np.vstack([self.low[keep], x_lo]),
-            np.vstack([self.high[keep], x_hi]),
+            placed(self.low[keep], x_lo[0]),
+            placed(self.high[keep], x_hi[0]),
             group,
-            np.append(certain[keep], x_certain),
+            placed(certain[keep], x_certain),
         )
         return front, stays
+
+    def remove(
+        self,
+        key: int,
+        rivals: tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike],
+    ) -> NoisyFront:
+        """The front without the member `key`. `rivals` (keys, nominal, low, high) must hold
+        every point off the front whose best case the member's worst case dominates (only
+        these can come back: every other point stays dominated beyond noise by another
+        member); the others are left out."""
+        at = int(np.searchsorted(self.keys, key))
+        if at == len(self) or self.keys[at] != key:
+            raise ValueError(f"{key} is not a member")
+        k = self.nominal.shape[1]
+        r_keys = np.asarray(rivals[0], dtype=np.intp).reshape(-1)
+        r_values, r_lo, r_hi = (np.asarray(a, dtype=float).reshape(-1, k) for a in rivals[1:])
+        m_values, m_lo = self.nominal[at : at + 1], self.low[at : at + 1]
+        others = np.arange(len(self)) != at
+        if len(r_keys):  # none of them pushes a member off, since the removed one held them
+            back = ~_dominated_by_any(r_lo, np.vstack([self.high[others], r_hi]))
+            r_keys, r_values, r_lo, r_hi = r_keys[back], r_values[back], r_lo[back], r_hi[back]
+        keys = np.concatenate([self.keys[others], r_keys])
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        values = np.vstack([self.nominal[others], r_values])[order]
+        low = np.vstack([self.low[others], r_lo])[order]
+        high = np.vstack([self.high[others], r_hi])[order]
+        old = np.flatnonzero(others)
+        place = np.empty(len(keys), dtype=np.intp)
+        place[order] = np.arange(len(keys))  # where each of [members..., returners...] went
+        position = np.full(len(self), -1, dtype=np.intp)
+        position[old] = place[: len(old)]
+        came_back = place[len(old) :]
+        plain = np.zeros(len(keys), dtype=bool)
+        plain[position[old[self.plain[old]]]] = True
+        group = np.full(len(keys), -1, dtype=np.intp)
+        group[position[old]] = position[self.group[old]]  # -1 where it was the removed one
+        certain = np.zeros(len(keys), dtype=bool)
+        certain[position[old]] = self.certain[old]
+        # What the removed point nominally dominated (the returners among it) may lead now,
+        # or be grouped with another: nothing else was grouped with it or can be now.
+        under = dominated_pairs(values, m_values)[:, 0]
+        if under.any():
+            rows = np.flatnonzero(under)
+            plain[rows] = ~_dominated_by_any(values[rows], values[plain | under])
+            leaders = np.flatnonzero(plain)
+            group[rows] = rows
+            led = rows[~plain[rows]]
+            group[led] = leaders[_first_dominator(values[led], values[leaders])]
+        # Doubted by the removed point's best case: perhaps certain now; doubted by a
+        # returner's: not; a returner: checked against every member.
+        if len(came_back):
+            certain &= ~_dominated_by_any(high, low[came_back])
+        recheck = np.union1d(position[old[dominated_pairs(self.high[old], m_lo)[:, 0]]], came_back)
+        if len(recheck):
+            certain[recheck] = ~_dominated_by_other(high, recheck, low, np.arange(len(keys)))
+        return NoisyFront(keys, values, low, high, group, certain)
 
 
 def _first_dominator(rows: NDArray[np.float64], front: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -350,6 +485,11 @@ def _dominated_by_other(
     """For each index in `rows`: does any index of `others` but itself have a `low` that
     dominates the row's `high`?"""
     out = np.zeros(len(rows), dtype=bool)
+    if len(rows) * len(others) > _SWEEP_FROM and high.shape[1] in (2, 3):
+        # The others that are not rows in one sweep; the rows among them pair by pair, each
+        # but with itself (rows are usually few next to others).
+        out |= _dominated_by_any(high[rows], low[np.setdiff1d(others, rows)])
+        others = np.intersect1d(others, rows)
     for start in range(0, len(rows), _BLOCK):
         block = rows[start : start + _BLOCK]
         for f in range(0, len(others), _FRONT_BLOCK):

@@ -18,11 +18,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from archvocab.wire import OBJECTIVE_SENSE, JobStatus, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
 from search.objectives import interval_bounds
-from search.pareto import NoisyFront
+from search.pareto import NoisyFront, dominated_by
 from server.services.frontier import feasibility
 
 
@@ -118,9 +119,14 @@ class ResultTable:
         default_factory=dict
     )  # (agent, when) -> (reference arch id, reading)
     _again: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # quiet ones
+    _quiet_again: list[tuple[int, str, tuple[float, float]]] = field(default_factory=list)
     _by_arch: dict[str, Told] = field(default_factory=dict)
+    _index: dict[str, int] = field(default_factory=dict)  # arch id -> its place in `rows`
     _level: tuple[float, float] | None = None  # the median reference reading, once per refit
+    # The counts of readings and re-measurements the noise model and level were fitted to.
+    _evidence: tuple[int, int] | None = None
     _front: NoisyFront | None = None  # what `frontier`'s places rest on, member by member
+    _at: RowPoints | None = None  # every row, as the frontier ranks it
     # Each change of the frontier: (revision, arch ids whose place changed), since the last
     # rebuild (which changes every place) and at most CHANGES_KEPT of them.
     revision: int = 0
@@ -199,14 +205,18 @@ class ResultTable:
         return changed
 
     def add(self, new: list[Told], again: list[Again] | tuple = ()) -> None:
-        """Append results and re-measurements; refit the noise model and the frontier when
-        any came."""
+        """Append results and re-measurements, and bring the frontier up to date: new results
+        join it and re-measured ones move on it one at a time while the noise model stays
+        put; when it is refitted (`evidence_used`), every interval moves and the frontier is
+        rebuilt from all the results."""
         again = [a for a in again if a.id not in self.seen_again]  # each one counts once
         if not new and not again and self.noise is not None:
             return
+        first = len(self.rows)
         self.rows.extend(new)
-        for t in new:
+        for i, t in enumerate(new, start=first):
             self._by_arch[t.arch_id] = t
+            self._index[t.arch_id] = i
             if t.reference_key is not None and t.reference is not None:
                 self._readings[t.reference_key] = t.reference
         for a in again:
@@ -215,28 +225,29 @@ class ResultTable:
                 self._readings[a.reference_key] = a.reference
             if a.latency is not None and not a.busy:
                 self._again.setdefault(a.arch_id, []).append((a.latency, a.memory))
-        references, candidates = self._groups()
-        noise = fit(references, self.request.measurement.device, candidates=candidates)
-        level = self._median_reading()
-        # With the same intervals, whatever is dominated beyond the noise stays so, and a
-        # dominator can be found among the frontier: only the frontier and the new results
-        # need looking at. A new reading or re-measurement moves every interval: all of them.
-        same = noise == self.noise and level == self._level and not again
-        self.noise, self._level = noise, level
-        if same and self._front is not None and len(new) <= JOIN_AT_MOST:
-            self._join(new)
-        else:
-            self._frontier(self.frontier + new if same else self.rows)
+                self._quiet_again.append((a.id, a.arch_id, (a.latency, a.memory)))
+        evidence = evidence_used(len(self._readings)), evidence_used(len(self._quiet_again))
+        if self.noise is None or evidence != self._evidence or self._front is None:
+            self._refit(evidence)
+            self._rebuild(np.arange(len(self.rows)), recompute=True)
+            return
+        if len(new) > JOIN_AT_MOST:  # cheaper from the members and them than one by one
+            assert self._at is not None
+            self._at.extend(*self._points(new), new)
+            self._rebuild(np.concatenate([self._front.keys, np.arange(first, len(self.rows))]))
+            new = []
+        moved = sorted({a.arch_id for a in again if a.arch_id in self._index})
+        self._update(first, new, moved)
 
     def quiet_measurements(self, t: Told) -> list[tuple[float, float]]:
         """(latency, memory) of every measurement of `t` not flagged busy."""
+        return self._first_quiet(t) + self._again.get(t.arch_id, [])
+
+    @staticmethod
+    def _first_quiet(t: Told) -> list[tuple[float, float]]:
         first = t.values.get("latency_ms"), t.values.get("memory_mb")
-        mine = (
-            [first]
-            if t.status == JobStatus.MEASURED and not t.busy and first[0] is not None
-            else []
-        )
-        return mine + self._again.get(t.arch_id, [])
+        quiet = t.status == JobStatus.MEASURED and not t.busy and first[0] is not None
+        return [first] if quiet else []
 
     def add_earlier(self, readings: dict[tuple[str, str], tuple[str, tuple[float, float]]]) -> None:
         """Reference readings from earlier searches of the device class (by reference arch):
@@ -244,35 +255,38 @@ class ResultTable:
         self._earlier = readings
         self.noise = None  # refit at the next add
 
-    def _groups(self) -> tuple[dict[str, list[list[float]]], dict[str, list[list[float]]]]:
-        """Repeated measurements by metric: (the reference readings, each reference
-        architecture's a group, this search's and earlier searches'; every candidate
-        measured more than once, each a group)."""
+    def _refit(self, evidence: tuple[int, int]) -> None:
+        """Fit the noise model and the drift level to the first `evidence` readings (by
+        when they were taken) and re-measurements (by job): the same results give the same
+        model however they arrived."""
+        readings, again = evidence
+        ordered = sorted(self._readings.items(), key=lambda kv: (kv[0][1], kv[0][0]))[:readings]
+        used = dict(ordered)
         earlier: dict[str, list[tuple[float, float]]] = {}
         for key, (arch, reading) in self._earlier.items():
-            if key not in self._readings:  # a reused measurement brings its reading along
+            if key not in used:  # a reused measurement brings its reading along
                 earlier.setdefault(arch, []).append(reading)
-        references = [list(self._readings.values()), *earlier.values()]
+        references = [list(used.values()), *earlier.values()]
+        repeats: dict[str, list[tuple[float, float]]] = {}
+        for _, arch, values in sorted(self._quiet_again)[:again]:
+            repeats.setdefault(arch, []).append(values)
         candidates = []
-        for arch in self._again:  # only a re-measured candidate has more than one
+        for arch, values in repeats.items():  # only a re-measured candidate has more than one
             t = self._by_arch.get(arch)
-            if t is not None and len(m := self.quiet_measurements(t)) > 1:
+            if t is not None and len(m := self._first_quiet(t) + values) > 1:
                 candidates.append(m)
 
         def by_metric(groups: list[list[tuple[float, float]]]) -> dict[str, list[list[float]]]:
             return {metric: [[v[i] for v in g] for g in groups] for i, metric in enumerate(METRICS)}
 
-        return by_metric(references), by_metric(candidates)
+        device = self.request.measurement.device
+        self.noise = fit(by_metric(references), device, candidates=by_metric(candidates))
+        self._level = _median(list(used.values()))
+        self._evidence = evidence
 
     def reference_level(self) -> tuple[float, float] | None:
         """The median reference reading (latency, memory): what drift is corrected to."""
         return self._level
-
-    def _median_reading(self) -> tuple[float, float] | None:
-        if not self._readings:
-            return None
-        readings = np.array(list(self._readings.values()), dtype=float)
-        return float(np.median(readings[:, 0])), float(np.median(readings[:, 1]))
 
     def reference_readings(self) -> int:
         return len(self._readings)
@@ -308,13 +322,18 @@ class ResultTable:
             corrected[metric] = value * drift_factor(reading, level[i] if level else None)
         return Uncertainty(values, len(quiet), intervals, corrected, group, certain)
 
-    def _frontier(self, pool: list[Told]) -> None:
-        """The frontier beyond noise among `pool` (results with a quiet measurement count, in
-        result order), vectorised: a search may hold 100,000 results."""
-        nominal, half, usable = self._points(pool)
-        rows = np.flatnonzero(usable)
-        mask, front = NoisyFront.of(nominal[rows], *interval_bounds(nominal[rows], half[rows]))
-        members = [pool[rows[i]] for i in np.flatnonzero(mask)]
+    def _rebuild(self, keys: NDArray[np.intp], recompute: bool = False) -> None:
+        """The frontier beyond noise among the rows `keys` (ascending; those with a quiet
+        measurement count), vectorised: a search may hold 100,000 results. `recompute`: the
+        model moved, so every row's place is worked out again first."""
+        if recompute:
+            self._at = RowPoints(len(self.objectives))
+            self._at.extend(*self._points(self.rows), self.rows)
+        at = self._at
+        assert at is not None
+        keys = keys[at.usable[keys]]
+        mask, front = NoisyFront.of(at.nominal[keys], at.low[keys], at.high[keys], keys=keys)
+        members = at.rows[front.keys].tolist()
         self._front, self.frontier = front, members
         self.plain_frontier = int(front.plain.sum())
         self.uncertainty = self._describe_members(members, front)
@@ -348,47 +367,93 @@ class ResultTable:
             out[t.arch_id] = Uncertainty(values, 1, intervals, corrected, group, certain)
         return out
 
-    def _join(self, new: list[Told]) -> None:
-        """Add newer results to the frontier one at a time (`NoisyFront.extend`) with the noise
-        model unchanged: a few comparisons per member each, not a rebuild. The table's lists
-        are replaced, never changed in place, since readers may hold them."""
+    def _update(self, first: int, new: list[Told], moved: list[str]) -> None:
+        """With the noise model unchanged: add the rows from `first` on (`new`) to the
+        frontier one at a time, then move the re-measured results `moved` (their old place
+        taken away, their new one added): a few comparisons per member each, not a rebuild.
+        The table's lists are replaced, never changed in place, since readers may hold them."""
         assert self._front is not None
-        front, members, uncertainty = self._front, self.frontier, dict(self.uncertainty)
+        front, uncertainty = self._front, dict(self.uncertainty)
         changes: list[tuple[int, frozenset[str]]] = []
-        for t in new:
+
+        def step(after: NoisyFront, arch: str) -> None:
+            nonlocal front
+            touched = self._apply(front, after, uncertainty, arch)
+            changes.append((self.revision + len(changes) + 1, touched))
+            front = after
+
+        at = self._at
+        assert at is not None
+        for i, t in enumerate(new, start=first):
             nominal, half, usable = self._points([t])
-            if not usable[0]:
-                continue
-            joined = front.extend(nominal[0], *(b[0] for b in interval_bounds(nominal, half)))
-            if joined is None:
-                continue
-            before, (front, stays) = front, joined
-            keep = np.flatnonzero(stays)
-            gone = [members[i].arch_id for i in np.flatnonzero(~stays)]
-            for arch in gone:
-                del uncertainty[arch]
-            members = (
-                [*members, t] if len(keep) == len(members) else [*(members[i] for i in keep), t]
-            )
-            position = np.full(len(before), -1, dtype=np.intp)
-            position[keep] = np.arange(len(keep))
-            moved = (position[before.group[keep]] != front.group[:-1]) | (
-                before.certain[keep] != front.certain[:-1]
-            )
-            for i in np.flatnonzero(moved):
-                arch = members[i].arch_id
-                group = members[front.group[i]].arch_id
-                uncertainty[arch] = replace(
-                    uncertainty[arch], group=group, certain=bool(front.certain[i])
-                )
-            uncertainty[t.arch_id] = self.describe(
-                t.arch_id, members[front.group[-1]].arch_id, bool(front.certain[-1])
-            )
-            touched = {t.arch_id, *gone, *(members[i].arch_id for i in np.flatnonzero(moved))}
-            changes.append((self.revision + len(changes) + 1, frozenset(touched)))
-        self._front, self.frontier, self.uncertainty = front, members, uncertainty
+            at.extend(nominal, half, usable, [t])
+            joined = front.insert(i, at.nominal[i], at.low[i], at.high[i]) if usable[0] else None
+            if joined is not None:
+                step(joined[0], t.arch_id)
+        for arch in moved:
+            i = self._index[arch]
+            after = front
+            member = np.searchsorted(front.keys, i)
+            if member < len(front) and front.keys[member] == i:
+                # What its old worst case held off may come back.
+                off = np.ones(len(at), dtype=bool)
+                off[front.keys] = False
+                held = np.flatnonzero(off & at.usable & dominated_by(at.low, at.high[i : i + 1]))
+                after = front.remove(i, (held, at.nominal[held], at.low[held], at.high[held]))
+            nominal, half, usable = self._points([self.rows[i]])
+            at.set(i, nominal, half, usable)
+            joined = after.insert(i, at.nominal[i], at.low[i], at.high[i]) if usable[0] else None
+            step(after if joined is None else joined[0], arch)
+        self._front, self.uncertainty = front, uncertainty
+        self.frontier = at.rows[front.keys].tolist()
         self._record(changes)
         self.plain_frontier = int(front.plain.sum())
+
+    def _apply(
+        self,
+        before: NoisyFront,
+        after: NoisyFront,
+        uncertainty: dict[str, Uncertainty],
+        arch: str,
+    ) -> frozenset[str]:
+        """Bring `uncertainty` from `before` to `after`, where `arch` joined or moved, and
+        name the arch ids whose place changed."""
+        assert self._at is not None
+        rows = self._at.rows
+        old, new = before.keys, after.keys
+        where = np.searchsorted(new, old)
+        stays = where < len(new)
+        stays[stays] = new[where[stays]] == old[stays]
+        came = np.ones(len(new), dtype=bool)
+        came[where[stays]] = False
+        same = where[stays]
+        differs = (old[before.group][stays] != new[after.group][same]) | (
+            before.certain[stays] != after.certain[same]
+        )
+        touched = {arch}
+        for key in old[~stays]:
+            gone = rows[key].arch_id
+            del uncertainty[gone]
+            touched.add(gone)
+        uncertainty.pop(arch, None)  # a moved one is described anew, if it stays
+        for j in same[differs]:
+            member = rows[new[j]].arch_id
+            group = rows[new[after.group[j]]].arch_id
+            certain = bool(after.certain[j])
+            touched.add(member)
+            if member in uncertainty:
+                uncertainty[member] = replace(uncertainty[member], group=group, certain=certain)
+        described = [*np.flatnonzero(came)]
+        if arch in self._index:
+            k = np.searchsorted(new, self._index[arch])
+            if k < len(new) and new[k] == self._index[arch]:
+                described.append(k)
+        for j in described:
+            member = rows[new[j]].arch_id
+            group = rows[new[after.group[j]]].arch_id
+            uncertainty[member] = self.describe(member, group, bool(after.certain[j]))
+            touched.add(member)
+        return frozenset(touched)
 
     def _record(self, changes: list[tuple[int, frozenset[str]]]) -> None:
         """Keep the changes a join made (after the frontier they describe is in place, so a
@@ -418,10 +483,9 @@ class ResultTable:
             self._correct(pool, nominal, usable)
         repeats = np.ones(n)
         if self._again:
-            index = {t.arch_id: i for i, t in enumerate(pool)}
-            for arch in self._again:  # re-measured: the mean of its quiet measurements
-                i = index.get(arch)
-                u = self.describe(arch) if i is not None else None
+            again = self._again  # re-measured: the mean of its quiet measurements
+            for i in [i for i, t in enumerate(pool) if t.arch_id in again]:
+                u = self.describe(pool[i].arch_id)
                 if u is None or not u.measurements:
                     continue
                 values = {**pool[i].values, **(u.corrected if corrected else u.values)}
@@ -463,9 +527,17 @@ class ResultTable:
                 usable[i] = bool(feasibility(self.request, JobStatus.MEASURED, latency, memory))
 
 
-# New results added one at a time (`ResultTable._join`) up to this many at once; more are
+# New results added one at a time (`ResultTable._update`) up to this many at once; more are
 # cheaper to add by rebuilding the frontier from the members and them.
 JOIN_AT_MOST = 256
+# Every reading (or re-measurement) refits the noise model while there are this few; from
+# then on, the model is refitted when their count has grown by REFIT_GROWTH since the last
+# fit. A refit moves every interval and rebuilds the frontier from all the results, which at
+# 20,000 of them takes a good part of a second; one more reading among hundreds moves the
+# fitted spread by well under its own uncertainty. So a search refits some tens of times in
+# all, not with every fifth result of each agent.
+REFIT_ALL_UP_TO = 20
+REFIT_GROWTH = 1.1
 # Frontier changes a table remembers, for readers that ask what changed since a state.
 CHANGES_KEPT = 5000
 
@@ -479,3 +551,88 @@ def _geometric_mean(values: list[float]) -> float:
     if len(values) == 1:
         return float(values[0])
     return float(np.exp(np.mean(np.log(values))))
+
+
+def evidence_used(count: int) -> int:
+    """How many of `count` readings (or re-measurements) the noise model is fitted to: all
+    of them up to REFIT_ALL_UP_TO, then the last rung of a ladder growing by REFIT_GROWTH
+    that `count` reached. A function of the count alone, so that a table built at once and
+    one kept up to date result by result fit the same model."""
+    if count <= REFIT_ALL_UP_TO:
+        return count
+    used = REFIT_ALL_UP_TO
+    while (rung := math.ceil(used * REFIT_GROWTH)) <= count:
+        used = rung
+    return used
+
+
+def _median(readings: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """The median reading, metric by metric; None without one."""
+    if not readings:
+        return None
+    values = np.array(readings, dtype=float)
+    return float(np.median(values[:, 0])), float(np.median(values[:, 1]))
+
+
+class RowPoints:
+    """Every told result as the frontier ranks it, by row: its values (`ResultTable._points`),
+    their bounds and whether it may rank at all. Kept beside the frontier so that a result
+    measured again can find what its old values held off the frontier."""
+
+    def __init__(self, objectives: int) -> None:
+        self._n = 0
+        self._nominal = self._low = self._high = np.empty((0, objectives))
+        self._usable = np.empty(0, dtype=bool)
+        self._rows = np.empty(0, dtype=object)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def extend(self, nominal: NDArray, half: NDArray, usable: NDArray, rows: list[Told]) -> None:
+        """Append rows (their values and half-widths as `_points` gives them)."""
+        n, more = self._n, len(rows)
+        if n + more > len(self._usable):  # room for twice as many, copied once
+            size = max(2 * (n + more), 64)
+            grown = [np.empty((size, self._nominal.shape[1])) for _ in range(3)]
+            for old, new in zip((self._nominal, self._low, self._high), grown, strict=True):
+                new[:n] = old[:n]
+            self._nominal, self._low, self._high = grown
+            usable_rows = np.zeros(size, dtype=bool)
+            usable_rows[:n] = self._usable[:n]
+            self._usable = usable_rows
+            objects = np.empty(size, dtype=object)
+            objects[:n] = self._rows[:n]
+            self._rows = objects
+        self._n = n + more
+        self._put(slice(n, n + more), nominal, half, usable)
+        self._rows[n : n + more] = rows
+
+    def set(self, i: int, nominal: NDArray, half: NDArray, usable: NDArray) -> None:
+        """Replace row `i`'s values (one row as `_points` gives it)."""
+        self._put(slice(i, i + 1), nominal, half, usable)
+
+    def _put(self, rows: slice, nominal: NDArray, half: NDArray, usable: NDArray) -> None:
+        low, high = interval_bounds(nominal, half)
+        self._nominal[rows], self._low[rows], self._high[rows] = nominal, low, high
+        self._usable[rows] = usable
+
+    @property
+    def nominal(self) -> NDArray:
+        return self._nominal[: self._n]
+
+    @property
+    def low(self) -> NDArray:
+        return self._low[: self._n]
+
+    @property
+    def high(self) -> NDArray:
+        return self._high[: self._n]
+
+    @property
+    def usable(self) -> NDArray:
+        return self._usable[: self._n]
+
+    @property
+    def rows(self) -> NDArray:
+        """The told results themselves, as an object array (for fancy indexing)."""
+        return self._rows[: self._n]

@@ -16,7 +16,13 @@ from search.noise import (
     pooled_log_variance,
     prior,
 )
-from search.pareto import NoisyFront, beyond_doubt, front_beyond_noise, non_dominated_mask
+from search.pareto import (
+    NoisyFront,
+    beyond_doubt,
+    dominated_by,
+    front_beyond_noise,
+    non_dominated_mask,
+)
 
 
 def test_pooled_variance_ignores_singletons_and_pools_within_groups() -> None:
@@ -221,16 +227,60 @@ def test_a_front_extended_point_by_point_is_the_one_built_at_once(seed: int, wid
     _, front = NoisyFront.of(points[:1], low[:1], high[:1])
     members = [0]
     for i in range(1, len(points)):
-        joined = front.extend(points[i], low[i], high[i])
+        joined = front.insert(i, points[i], low[i], high[i])
         if joined is None:
             continue
         front, stays = joined
         members = [m for m, s in zip(members, stays, strict=True) if s] + [i]
     mask, whole = NoisyFront.of(points, low, high)
     assert members == list(np.flatnonzero(mask))
-    for name in ("nominal", "low", "high", "group", "certain"):
-        assert (getattr(front, name) == getattr(whole, name)).all(), name
+    assert_same_front(front, whole)
     assert 0 < whole.plain.sum() <= len(whole)
+
+
+def assert_same_front(front: NoisyFront, whole: NoisyFront) -> None:
+    for name in ("keys", "nominal", "low", "high", "group", "certain"):
+        assert (getattr(front, name) == getattr(whole, name)).all(), name
+
+
+@pytest.mark.parametrize(("seed", "width"), [(12, 0.0), (13, 0.02), (14, 0.1), (15, 0.3)])
+def test_a_front_whose_points_move_one_at_a_time_is_the_one_built_at_once(
+    seed: int, width: float
+) -> None:
+    # A point measured again moves and narrows: it is removed (what it held off may come
+    # back) and inserted at its place in the arrival order, which is not the end.
+    rng = np.random.default_rng(seed)
+    n = 300
+    points = rng.random((n, 3)) + 1
+    points[:, 2] = 4 - points[:, 0] - points[:, 1] + 0.3 * rng.random(n)
+    points[40] = points[39]  # an exact copy
+    points[60, 0] = points[59, 0]  # a tie in one objective
+    widths = width * rng.random((n, 1))
+    low, high = points * (1 - widths), points * (1 + widths)
+    mask, front = NoisyFront.of(points, low, high)
+    returned = 0
+    for step in range(150):
+        # Mostly members, as re-measurements are; sometimes a point off the front.
+        members = front.keys
+        i = int(rng.choice(members) if step % 4 else rng.integers(n))
+        if i in members:
+            held = dominated_by(low, high[i : i + 1]) & ~np.isin(np.arange(n), members)
+            rivals = np.flatnonzero(held)
+            size = len(front)
+            front = front.remove(i, (rivals, points[rivals], low[rivals], high[rivals]))
+            returned += len(front) - (size - 1)
+        # values move, and the interval narrows (once in a while the point jumps: behind,
+        # where what it held off comes back, or ahead)
+        jump = {0: 1.3, 5: 0.85}.get(step % 10, 1.0)
+        points[i] *= jump * (1 + width * rng.normal(0, 1, 3))
+        widths[i] *= 0.8
+        low[i], high[i] = points[i] * (1 - widths[i]), points[i] * (1 + widths[i])
+        joined = front.insert(i, points[i], low[i], high[i])
+        if joined is not None:
+            front, _ = joined
+        mask, whole = NoisyFront.of(points, low, high)
+        assert_same_front(front, whole)
+    assert returned > 0 and 1 < whole.plain.sum() <= len(whole) < n
 
 
 def test_beyond_doubt_shrinks_as_the_intervals_grow() -> None:

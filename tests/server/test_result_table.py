@@ -38,7 +38,7 @@ def told(i: int, rng: random.Random, reading: bool, busy: bool = False) -> Told:
         prediction=None,
         busy=busy,
         reference=(10.0 * rng.uniform(0.97, 1.03), 50.0) if reading else None,
-        reference_key=("agent", f"t{i}") if reading else None,
+        reference_key=("agent", f"t{i:05d}") if reading else None,  # in time order
     )
 
 
