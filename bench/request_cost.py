@@ -19,7 +19,9 @@ are timed and counted the same way.
         [--idle 200] [--profile 25] [--json bench/results/request_cost.json]
 
 `--warm N`: results told before timing starts, so that the search (and its result table)
-has N candidates: the cost of a request may grow with the search.
+has N candidates: the cost of a request may grow with the search. Each result carries the
+agent's latest reading of the search's reference architecture, a new one every 5 results as
+deployed agents send them (`--readings N`; 0: none): new readings feed the noise model.
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ from sqlalchemy import event
 from archvocab.wire import JobResult
 from bench.machine import commit, machine, tree_cpu_s
 from bench.script import command_line, write_json
-from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
+from hwnas.testing.measurements import (
+    FINGERPRINT,
+    reference_reading,
+    synthetic_measurement,
+)
 from hwnas.testing.servers import serve
 from server.app.factory import create_app
 from server.services import arrivals, jobs
@@ -59,9 +65,24 @@ def _search(strategy: str, budget: int, seed: int) -> dict[str, Any]:
     }
 
 
+# Deployed agents read the search's reference architecture again every 5 jobs (the default
+# `reference_every_jobs`) and send the latest reading with each result.
+READINGS_EVERY = 5
+
+
+def _measurement(spec: dict[str, Any], reference: str, done: int, every: int) -> dict[str, Any]:
+    """A synthetic measurement, sent with the reading of `reference` an agent that has
+    reported `done` results takes every `every` jobs (none when `every` is 0)."""
+    measurement = synthetic_measurement(spec)
+    if every:
+        measurement["reference"] = reference_reading(reference, done // every)
+    return measurement
+
+
 class Agent:
-    def __init__(self, client: Any, enrollment: str | None = None) -> None:
+    def __init__(self, client: Any, enrollment: str | None = None, readings: int = 0) -> None:
         self.client = client
+        self.readings, self.done = readings, 0
         answer = client.post(
             "/api/v1/agents",
             json={"device_class": "bench-cpu", "fingerprint": FINGERPRINT},
@@ -78,14 +99,16 @@ class Agent:
             return False
         claimed.raise_for_status()
         lease = claimed.json()
+        reference = lease["reference"]["arch_id"]
         body = {
             "agent_id": self.id,
             "lease_id": lease["lease_id"],
-            "measurement": synthetic_measurement(lease["spec"]),
+            "measurement": _measurement(lease["spec"], reference, self.done, self.readings),
         }
         self.client.post(
             f"/api/v1/jobs/{lease['job_id']}/result", json=body, headers=self.headers
         ).raise_for_status()
+        self.done += 1
         return True
 
 
@@ -114,20 +137,23 @@ def _timed(n: int, step) -> tuple[list[float], int]:
     return cpu, worked
 
 
-def _direct(services: Any, agent_id: str, settling: list[float] | None = None) -> bool:
+def _direct(services: Any, agent: Agent, settling: list[float] | None = None) -> bool:
     """`Agent.cycle` through the service functions, without HTTP: the claim, the result and
     then, as the route does once its answer has gone, telling the search (`settle`, for a
     strategy with slow rounds; the others are told in the result request); the CPU of that
     last step goes to `settling` as well."""
-    lease = jobs.claim(services, agent_id)
+    lease = jobs.claim(services, agent.id)
     if lease is None:
         return False
     body = {
-        "agent_id": agent_id,
+        "agent_id": agent.id,
         "lease_id": lease.lease_id,
-        "measurement": synthetic_measurement(lease.spec),
+        "measurement": _measurement(
+            lease.spec, lease.reference.arch_id, agent.done, agent.readings
+        ),
     }
     _, search_id = jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
+    agent.done += 1
     start = time.process_time()
     if search_id is not None:  # a strategy with slow rounds: told after the answer
         arrivals.settle(services, search_id)
@@ -155,7 +181,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             client.post(
                 "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
             ).raise_for_status()
-            agent = Agent(client, enrollment if args.auth else None)
+            agent = Agent(client, enrollment if args.auth else None, args.readings)
             statements = Statements(app.state.store.db)
             for _ in range(args.warm):
                 agent.cycle()
@@ -165,13 +191,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             per_cycle["writes"] = statements.writes / args.cycles
             services = app.state.services
             settling: list[float] = []
-            direct, _ = _timed(args.cycles, lambda: _direct(services, agent.id, settling))
+            direct, _ = _timed(args.cycles, lambda: _direct(services, agent, settling))
             # (the service functions take no credential: the routes check it)
             requests = [d - t for d, t in zip(direct, settling, strict=True)]
             profile = cProfile.Profile()
             profile.enable()
             for _ in range(args.profile):
-                _direct(services, agent.id)
+                _direct(services, agent)
             profile.disable()
             # Idle: a search that is finished leaves nothing to claim.
             client.post("/api/v1/searches/1/cancel").raise_for_status()
@@ -190,6 +216,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "strategy": args.strategy,
         "auth": args.auth,
         "warm": args.warm,
+        "readings": args.readings,
         "cycles": args.cycles,
         "worked": worked,
         "cycle_cpu_ms": _summary(busy),
@@ -219,7 +246,7 @@ def run_served(args: argparse.Namespace) -> dict[str, Any]:
             http.post(
                 "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
             ).raise_for_status()
-            agent = Agent(http, server.procs.agent_token)
+            agent = Agent(http, server.procs.agent_token, args.readings)
             for _ in range(args.warm):
                 agent.cycle()
             pid = server.proc.pid
@@ -250,7 +277,7 @@ def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
             client.post(
                 "/api/v1/searches", json=_search(args.strategy, args.warm, args.seed)
             ).raise_for_status()
-            agent, services = Agent(client), app.state.services
+            agent, services = Agent(client, readings=args.readings), app.state.services
             first: list[float] = []
             again: list[float] = []
             while len(again) < args.remeasure:
@@ -258,14 +285,17 @@ def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
                 if lease is None:
                     break  # the search finished without (more) re-measurements
                 body = {"agent_id": agent.id, "lease_id": lease.lease_id}
-                body["measurement"] = synthetic_measurement(lease.spec)
+                body["measurement"] = _measurement(
+                    lease.spec, lease.reference.arch_id, agent.done, agent.readings
+                )
+                agent.done += 1
                 start = time.process_time()
                 jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
                 spent = (time.process_time() - start) * 1000
                 (again if len(first) >= args.warm else first).append(spent)
     return {
         "remeasure_first_ms": _summary(first[-200:]),
-        "remeasure_again_ms": {**_summary(again), "max": max(again)} if again else None,
+        "remeasure_again_ms": _summary(again) if again else None,
     }
 
 
@@ -275,6 +305,7 @@ def _summary(ms: list[float]) -> dict[str, float]:
         "median": statistics.median(ms),
         "mean": statistics.fmean(ms),
         "p90": ms[int(0.9 * (len(ms) - 1))],
+        "max": ms[-1],
         "n": len(ms),
     }
 
@@ -301,6 +332,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         help="re-measurement results timed at the end of a search of --warm candidates (0: none)",
+    )
+    parser.add_argument(
+        "--readings",
+        type=int,
+        default=READINGS_EVERY,
+        help="a new reference reading every N results, as deployed agents send (0: none)",
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)

@@ -9,6 +9,7 @@ it for their agents (tests/factories.py: play_agent); bench/load.py's simulated 
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 FINGERPRINT = {
@@ -74,4 +75,20 @@ def synthetic_measurement(spec: dict[str, Any], busy: bool = False) -> dict[str,
             "busy": busy,
             "busy_reasons": ["1-minute load 3.5 exceeds 2 usable cores"] if busy else [],
         },
+    }
+
+
+READINGS_FROM = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def reference_reading(arch_id: str, n: int) -> dict[str, Any]:
+    """The `n`-th reading of a search's reference architecture `arch_id` on the synthetic
+    device, taken a minute after the one before: about 10 ms and 50 MB, moving by a few
+    percent from reading to reading, as a quiet device's would."""
+    wobble = int(hashlib.sha256(f"{arch_id}:{n}".encode()).hexdigest()[:4], 16) / 65535
+    return {
+        "arch_id": arch_id,
+        "latency_ms": 10.0 * (0.97 + 0.06 * wobble),
+        "peak_memory_mb": 50.0 * (0.995 + 0.01 * wobble),
+        "measured_at": (READINGS_FROM + timedelta(minutes=n)).isoformat(),
     }

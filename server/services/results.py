@@ -533,11 +533,11 @@ JOIN_AT_MOST = 256
 # Every reading (or re-measurement) refits the noise model while there are this few; from
 # then on, the model is refitted when their count has grown by REFIT_GROWTH since the last
 # fit. A refit moves every interval and rebuilds the frontier from all the results, which at
-# 20,000 of them takes a good part of a second; one more reading among hundreds moves the
-# fitted spread by well under its own uncertainty. So a search refits some tens of times in
-# all, not with every fifth result of each agent.
-REFIT_ALL_UP_TO = 20
-REFIT_GROWTH = 1.1
+# 20,000 of them takes a quarter of a second; a quarter more readings move the fitted spread
+# by well under its own uncertainty (its relative standard error is about 1/sqrt(2 dof)). So
+# a search refits some tens of times in all, not with every fifth result of each agent.
+REFIT_ALL_UP_TO = 8
+REFIT_GROWTH = 1.25
 # Frontier changes a table remembers, for readers that ask what changed since a state.
 CHANGES_KEPT = 5000
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from archvocab.wire import Constraints
+from search import pareto
 from search.objectives import Objectives, minimised
 from search.pareto import dominates, non_dominated_indices, non_dominated_mask
 
@@ -65,6 +66,30 @@ def test_blocked_paths_match_brute_force_beyond_one_block(k: int) -> None:
     for kind in ("ties", "anti"):
         pts = random_points(rng, 600, k, kind)
         assert np.array_equal(non_dominated_mask(pts), brute_force_mask(pts)), kind
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("kind", ["continuous", "ties", "anti"])
+def test_dominance_by_the_points_of_another_set_matches_the_definition(
+    k: int, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sweeps large sets take (two and three objectives), here on small ones.
+    monkeypatch.setattr(pareto, "_SWEEP_FROM", 0)
+    rng = np.random.default_rng(2000 * k + len(kind))
+    for trial in range(40):
+        rows = random_points(rng, int(rng.integers(0, 50)), k, kind)
+        others = random_points(rng, int(rng.integers(1, 50)), k, kind)
+        shared = min(len(rows), len(others), 5)
+        rows[:shared] = others[:shared]  # copies of another: an equal point does not dominate
+        want = [is_dominated(others, r) for r in rows]
+        assert pareto._dominated_by_any(rows, others).tolist() == want, (k, kind, trial)
+        # By another point of one set (a point's best case always bounds its own worst case)
+        low = random_points(rng, int(rng.integers(1, 50)), k, kind)
+        high = low + rng.integers(0, 2, size=low.shape)
+        some = np.flatnonzero(rng.random(len(low)) < 0.5)
+        want = [is_dominated(np.delete(low, i, axis=0), high[i]) for i in some]
+        got = pareto._dominated_by_other(high, some, low, np.arange(len(low)))
+        assert got.tolist() == want, (k, kind, trial)
 
 
 def test_identical_points_both_stay_on_front() -> None:

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from archvocab.wire import SearchCreate
-from server.services.results import Again, ResultTable, Told
+from server.services.results import Again, ResultTable, Told, evidence_used
 
 REQUEST = SearchCreate(objectives=["decoder_params", "latency_ms", "memory_mb"])
 
@@ -132,6 +132,72 @@ def test_results_after_a_re_measurement_join_as_in_a_table_built_at_once() -> No
     whole.add(rows)
     assert snapshot(live) == snapshot(whole)
     assert live.uncertainty[point.arch_id].measurements == 2
+
+
+def test_the_noise_model_is_refitted_on_a_ladder_of_readings() -> None:
+    # Each result brings a new reading; the model (and every interval with it) moves only
+    # when their count reaches the next rung, and is then the one a table built at once fits.
+    rng = random.Random(13)
+    rows = [told(i, rng, reading=True) for i in range(300)]
+    table, fits, model = ResultTable(1, REQUEST), 0, None
+    for t in rows:
+        table.add([t])
+        fits += table.noise is not model
+        model = table.noise
+    assert fits == len({evidence_used(n) for n in range(1, 301)}) < 40
+    whole = ResultTable(1, REQUEST)
+    whole.add(rows)
+    assert whole.noise == table.noise and snapshot(whole) == snapshot(table)
+
+
+def test_re_measured_results_move_on_the_frontier_as_a_table_built_at_once_places_them() -> None:
+    rng = random.Random(21)
+    rows = [told(i, rng, reading=i % 10 == 0) for i in range(400)]
+    behind = []  # larger than the rest, each with a shadow only it holds off beyond noise
+    for i in range(20):
+        leader, shadow = told(400 + 2 * i, rng, reading=False), told(401 + 2 * i, rng, False)
+        leader.values.update(decoder_params=2e8 * (1 + i / 20), latency_ms=10 * 1.4**i)
+        leader.values.update(memory_mb=100.0)
+        shadow.values.update(decoder_params=leader.values["decoder_params"] * 0.999)
+        shadow.values.update(latency_ms=leader.values["latency_ms"] * 1.45, memory_mb=115.0)
+        rows += [leader, shadow]
+        behind.append(leader)
+    live = ResultTable(1, REQUEST)
+    live.add(rows)
+    assert all(t.arch_id in live.uncertainty for t in behind)
+    held, token, again, refits, back = dict(live.uncertainty), live.frontier_token, [], 0, 0
+    for j in range(60):
+        point = live.frontier[rng.randrange(len(live.frontier))]
+        # Some jump behind (what they held off comes back), some ahead; some re-measurements
+        # are busy (they count for nothing) and some re-measure a point off the frontier.
+        factor, memory_factor = rng.choice([0.8, 0.97, 1.03, 1.5]), rng.uniform(0.98, 1.02)
+        if j % 9 == 4:
+            point = rows[rng.randrange(len(rows))]
+        if j % 3 == 0 and behind:  # measured again, it falls back: its shadow comes back
+            point, factor, memory_factor = behind.pop(), 1.7, 1.3
+        latency = point.values["latency_ms"] * factor
+        memory = point.values["memory_mb"] * memory_factor
+        again.append(Again(j, point.arch_id, latency, memory, j % 17 == 3, None, None))
+        model, size = live.noise, len(live.frontier)
+        live.add([], [again[-1]])
+        refits += live.noise is not model
+        back += len(live.frontier) > size
+        whole = ResultTable(1, REQUEST)
+        whole.add(rows, again)
+        assert snapshot(live) == snapshot(whole), j
+        for arch, u in live.uncertainty.items():
+            assert u == live.describe(arch, u.group, u.certain)
+        changed = live.changed_since(token)  # what a reader of the last state must read again
+        if changed is None:
+            held = dict(live.uncertainty)
+        else:
+            for arch in changed:
+                held.pop(arch, None)
+                if arch in live.uncertainty:
+                    held[arch] = live.uncertainty[arch]
+        assert held == live.uncertainty
+        token = live.frontier_token
+    assert refits < 20 and back > 0  # most moved without a refit; some points came back
 
 
 def test_a_re_measurement_moves_its_point_and_narrows_its_interval() -> None:
