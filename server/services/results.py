@@ -530,13 +530,14 @@ class ResultTable:
 # New results added one at a time (`ResultTable._update`) up to this many at once; more are
 # cheaper to add by rebuilding the frontier from the members and them.
 JOIN_AT_MOST = 256
-# Every reading (or re-measurement) refits the noise model while there are this few; from
-# then on, the model is refitted when their count has grown by REFIT_GROWTH since the last
-# fit. A refit moves every interval and rebuilds the frontier from all the results, which at
-# 20,000 of them takes a quarter of a second; a quarter more readings move the fitted spread
-# by well under its own uncertainty (its relative standard error is about 1/sqrt(2 dof)). So
-# a search refits some tens of times in all, not with every fifth result of each agent.
-REFIT_ALL_UP_TO = 8
+# The noise model is refitted when the count of readings (or of re-measurements) has grown by
+# REFIT_STEP since the last fit, or by REFIT_GROWTH once that is more. A refit moves every
+# interval and rebuilds the frontier from all the results, which at 20,000 of them takes a
+# quarter of a second; a quarter more readings move the fitted spread by well under its own
+# uncertainty (its relative standard error is about 1/sqrt(2 dof)), and the priors count as
+# 2 and 4 readings (search.noise). So a search refits some tens of times in all, not with
+# every fifth result of each agent.
+REFIT_STEP = 4
 REFIT_GROWTH = 1.25
 # Frontier changes a table remembers, for readers that ask what changed since a state.
 CHANGES_KEPT = 5000
@@ -554,14 +555,12 @@ def _geometric_mean(values: list[float]) -> float:
 
 
 def evidence_used(count: int) -> int:
-    """How many of `count` readings (or re-measurements) the noise model is fitted to: all
-    of them up to REFIT_ALL_UP_TO, then the last rung of a ladder growing by REFIT_GROWTH
-    that `count` reached. A function of the count alone, so that a table built at once and
-    one kept up to date result by result fit the same model."""
-    if count <= REFIT_ALL_UP_TO:
-        return count
-    used = REFIT_ALL_UP_TO
-    while (rung := math.ceil(used * REFIT_GROWTH)) <= count:
+    """How many of `count` readings (or re-measurements) the noise model is fitted to: the
+    last rung that `count` reached of a ladder from 0 whose steps are REFIT_STEP or, once
+    that is more, a REFIT_GROWTH share. A function of the count alone, so that a table built
+    at once and one kept up to date result by result fit the same model."""
+    used = 0
+    while (rung := max(used + REFIT_STEP, math.ceil(used * REFIT_GROWTH))) <= count:
         used = rung
     return used
 

@@ -101,11 +101,12 @@ def test_drift_corrected_values_put_each_result_at_the_reference_level(client):
 def test_a_point_is_off_the_frontier_only_when_dominated_beyond_its_interval(client):
     # Two objectives: a 2-D frontier leaves points off it (with three, all 12 are on it). At
     # 95% a candidate's prior extra spread makes every frontier point of this tiny space
-    # doubtful; at 80% some are certain.
+    # doubtful; at 75% some are certain (and some off it, with the first 20 of the 24 readings
+    # the refit ladder fits: server.services.results.evidence_used).
     request = search_request(
         objectives=["decoder_params", "latency_ms"],
         budget={"max_evaluations": 24},
-        noise={"confidence": 0.8},
+        noise={"confidence": 0.75},
     )
     search_id = client.post("/api/v1/searches", json=request).json()["id"]
     play_with_references(client, register(client), QUIET)
