@@ -428,19 +428,23 @@ class NoisyFront:
 
 def _first_dominator(rows: NDArray[np.float64], front: NDArray[np.float64]) -> NDArray[np.intp]:
     """For each row, the index in `front` of the first point that dominates it (each row must
-    have one), a block of rows at a time."""
-    out = np.empty(len(rows), dtype=np.intp)
-    for start in range(0, len(rows), _BLOCK):
-        block = rows[start : start + _BLOCK]
-        found = np.full(len(block), -1, dtype=np.intp)
-        for f in range(0, len(front), _FRONT_BLOCK):
-            hit = dominated_pairs(block, front[f : f + _FRONT_BLOCK])
-            new = (found < 0) & hit.any(axis=1)
-            found[new] = f + hit[new].argmax(axis=1)
-            if (found >= 0).all():
+    have one). The front is walked in short runs, and a row leaves once one dominates it: most
+    rows are dominated early on, so few meet the whole front."""
+    out = np.full(len(rows), -1, dtype=np.intp)
+    for start in range(0, len(rows), _FRONT_BLOCK):
+        left = np.arange(start, min(start + _FRONT_BLOCK, len(rows)))
+        for f in range(0, len(front), _FIRST_RUN):
+            hit = dominated_pairs(rows[left], front[f : f + _FIRST_RUN])
+            found = hit.any(axis=1)
+            out[left[found]] = f + hit[found].argmax(axis=1)
+            left = left[~found]
+            if not len(left):
                 break
-        out[start : start + len(block)] = found
     return out
+
+
+# Front points a row meets at once in `_first_dominator`.
+_FIRST_RUN = 64
 
 
 def beyond_doubt(low: ArrayLike, high: ArrayLike, members: ArrayLike) -> NDArray[np.bool_]:

@@ -83,14 +83,11 @@ def queue(results: ResultTables, session: Session, search: SearchRow, slots: int
 def choose(table: ResultTable, max_measurements: int) -> list[str]:
     """Frontier points in a group of several, fewest measurements first (then the order they
     were told), each below `max_measurements`."""
-    groups: dict[str, int] = {}
-    for u in table.uncertainty.values():
-        groups[u.group] = groups.get(u.group, 0) + 1
+    uncertainty = table.uncertainty  # (a member another reader's update just left: skipped)
     crowded = [
-        t
-        for t in table.frontier
-        if groups[table.uncertainty[t.arch_id].group] > 1
-        and table.uncertainty[t.arch_id].measurements < max_measurements
+        (u.measurements, t.seq, t.arch_id)
+        for t in table.crowded()
+        if (u := uncertainty.get(t.arch_id)) and u.measurements < max_measurements
     ]
-    crowded.sort(key=lambda t: (table.uncertainty[t.arch_id].measurements, t.seq))
-    return [t.arch_id for t in crowded]
+    crowded.sort()
+    return [arch for _, _, arch in crowded]

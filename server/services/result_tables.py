@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import JobStatus, SearchCreate
@@ -112,17 +112,21 @@ def _told(row: Any, request: SearchCreate) -> Told:
     )
 
 
+READ_BY_ID = 200  # new re-measurements read by their ids, at most
+
+
 def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list[Again]:
     """The search's finished re-measurements the table has not read (they finish in any
-    order, so by id, not by a high-water mark; counted first, read only when new ones came)."""
+    order, so by id, not by a high-water mark: their ids first, then only the new ones)."""
     finished = (
         CandidateRow.search_id == search.id,
         CandidateRow.round > 0,
         CandidateRow.status.in_((JobStatus.MEASURED, JobStatus.FAILED)),
     )
-    count = session.scalar(select(func.count()).select_from(CandidateRow).where(*finished))
-    if count == len(table.seen_again):
+    ids = session.scalars(select(CandidateRow.id).where(*finished)).all()
+    if len(ids) == len(table.seen_again):  # it has read them all (each once)
         return []
+    new = sorted(set(ids) - table.seen_again)
     query = (
         select(
             CandidateRow.id,
@@ -135,8 +139,12 @@ def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list
             MeasurementRow.result["reference"],
         )
         .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
-        .where(*finished)
         .order_by(CandidateRow.id)
+    )
+    # By id while they are few (as each result brings one); all of them when many are new
+    # (a table built afresh), rather than a long list of bound ids.
+    query = (
+        query.where(CandidateRow.id.in_(new)) if len(new) <= READ_BY_ID else query.where(*finished)
     )
     out = []
     for job_id, arch_id, status, latency, memory, busy, agent, reference in session.execute(query):

@@ -177,6 +177,15 @@ class ResultTable:
 
         return self.per_frontier("points", make)
 
+    def crowded(self) -> list[Told]:
+        """The frontier's members that share their group with another, in result order."""
+        front = self._front
+        if front is None or not len(front):
+            return []
+        sizes = np.bincount(front.group, minlength=len(front))
+        assert self._at is not None
+        return self._at.rows[front.keys[sizes[front.group] > 1]].tolist()
+
     def told(self, arch_id: str) -> Told:
         """The told result of an architecture."""
         return self._by_arch[arch_id]

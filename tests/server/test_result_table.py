@@ -9,6 +9,7 @@ import random
 import pytest
 
 from archvocab.wire import SearchCreate
+from server.services import remeasure
 from server.services.results import Again, ResultTable, Told, evidence_used
 
 REQUEST = SearchCreate(objectives=["decoder_params", "latency_ms", "memory_mb"])
@@ -287,3 +288,35 @@ def test_bounds_are_checked_on_the_values_the_frontier_ranks() -> None:
     )
     table, _, slowed = drifted_pair(corrected)
     assert slowed.arch_id in table.uncertainty  # about 6 ms once corrected: within it
+
+
+def test_re_measurements_go_to_crowded_groups_fewest_measurements_first() -> None:
+    rng = random.Random(31)
+    rows = [told(i, rng, reading=i % 10 == 0) for i in range(300)]
+    table = ResultTable(1, REQUEST)
+    table.add(rows)
+    sizes: dict[str, int] = {}
+    for u in table.uncertainty.values():
+        sizes[u.group] = sizes.get(u.group, 0) + 1
+    crowded = [t for t in table.frontier if sizes[table.uncertainty[t.arch_id].group] > 1]
+    assert 3 < len(crowded) < len(table.frontier)  # some groups of one are left alone
+    twice, thrice = crowded[-1], crowded[-2]  # the last told, measured again: they go last
+    again = [
+        Again(1, twice.arch_id, twice.values["latency_ms"], 1.0, False, None, None),
+        Again(2, thrice.arch_id, thrice.values["latency_ms"], 1.0, False, None, None),
+        Again(3, thrice.arch_id, thrice.values["latency_ms"], 1.0, False, None, None),
+    ]
+    table.add([], again)
+    sizes = {}
+    for u in table.uncertainty.values():
+        sizes[u.group] = sizes.get(u.group, 0) + 1
+    expected = sorted(
+        (u.measurements, t.seq, t.arch_id)
+        for t in table.frontier
+        if sizes[(u := table.uncertainty[t.arch_id]).group] > 1 and u.measurements < 3
+    )
+    chosen = remeasure.choose(table, max_measurements=3)
+    assert chosen == [arch for _, _, arch in expected]
+    assert thrice.arch_id not in chosen  # at the most measurements allowed
+    if twice.arch_id in chosen:
+        assert chosen[-1] == twice.arch_id
