@@ -490,10 +490,11 @@ def _dominated_by_other(
     dominates the row's `high`?"""
     out = np.zeros(len(rows), dtype=bool)
     if len(rows) * len(others) > _SWEEP_FROM and high.shape[1] in (2, 3):
-        # The others that are not rows in one sweep; the rows among them pair by pair, each
-        # but with itself (rows are usually few next to others).
+        # The others that are not rows in one sweep; then the rows among them.
         out |= _dominated_by_any(high[rows], low[np.setdiff1d(others, rows)])
         others = np.intersect1d(others, rows)
+        if len(others) == len(rows):
+            return out | _dominated_within(high, rows, low)
     for start in range(0, len(rows), _BLOCK):
         block = rows[start : start + _BLOCK]
         for f in range(0, len(others), _FRONT_BLOCK):
@@ -502,3 +503,27 @@ def _dominated_by_other(
             hit &= block[:, None] != rival[None, :]
             out[start : start + len(block)] |= hit.any(axis=1)
     return out
+
+
+def _dominated_within(
+    high: NDArray[np.float64], rows: NDArray[np.intp], low: NDArray[np.float64]
+) -> NDArray[np.bool_]:
+    """For each index in `rows`: does another of them have a `low` that dominates the row's
+    `high`? Halves against each other by sweeps, each half within itself again, and few rows
+    pair by pair: not rows squared comparisons when nearly all of a frontier leads."""
+    if len(rows) <= _WITHIN_PAIRS:
+        hit = dominated_pairs(high[rows], low[rows])
+        np.fill_diagonal(hit, False)
+        return hit.any(axis=1)
+    half = len(rows) // 2
+    first, second = rows[:half], rows[half:]
+    return np.concatenate(
+        [
+            _dominated_by_any(high[first], low[second]) | _dominated_within(high, first, low),
+            _dominated_by_any(high[second], low[first]) | _dominated_within(high, second, low),
+        ]
+    )
+
+
+# Rows `_dominated_within` compares pair by pair.
+_WITHIN_PAIRS = 512

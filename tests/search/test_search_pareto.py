@@ -73,8 +73,10 @@ def test_blocked_paths_match_brute_force_beyond_one_block(k: int) -> None:
 def test_dominance_by_the_points_of_another_set_matches_the_definition(
     k: int, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The sweeps large sets take (two and three objectives), here on small ones.
+    # The sweeps large sets take (two and three objectives), and the halving of many rows
+    # among themselves, here on small ones.
     monkeypatch.setattr(pareto, "_SWEEP_FROM", 0)
+    monkeypatch.setattr(pareto, "_WITHIN_PAIRS", 4)
     rng = np.random.default_rng(2000 * k + len(kind))
     for trial in range(40):
         rows = random_points(rng, int(rng.integers(0, 50)), k, kind)
