@@ -199,6 +199,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for _ in range(args.profile):
                 _direct(services, agent)
             profile.disable()
+            noise = client.get("/api/v1/searches/1").json()["noise"]
             # Idle: a search that is finished leaves nothing to claim.
             client.post("/api/v1/searches/1/cancel").raise_for_status()
             statements.reads = statements.writes = 0
@@ -217,6 +218,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "auth": args.auth,
         "warm": args.warm,
         "readings": args.readings,
+        "reference_readings": noise["reference_readings"],  # the server's count of them
         "cycles": args.cycles,
         "worked": worked,
         "cycle_cpu_ms": _summary(busy),

@@ -49,3 +49,12 @@ def test_joining_results_gives_the_frontier_rebuilding_gives(workdir, capsys) ->
     db = workdir / f"large-{CANDIDATES}.db"
     assert table_growth.main(["--db", str(db), "--results", "6"]) == 0
     assert "same frontier: True" in capsys.readouterr().out
+
+
+def test_results_with_readings_and_re_measurements_are_timed(workdir, capsys) -> None:
+    db = workdir / f"large-{CANDIDATES}.db"
+    argv = ["--db", str(db), "--results", "0", "--readings", "10", "--again", "5"]
+    assert table_growth.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "a result with the agent's latest reading: median" in out and "(10 results)" in out
+    assert "a re-measurement of a frontier point: median" in out and "(5 of them)" in out

@@ -18,6 +18,10 @@ def test_a_tiny_run_counts_statements_and_idle_claims_write_nothing(tmp_path: Pa
     assert result["cycle_statements"]["writes"] > 0  # a claim leases, a result records
     assert result["idle_claim_statements"]["writes"] == 0
     assert "submit_result" in result["profile"] and "claim" in result["profile"]
+    # A new reference reading every 5 results, as agents send: 5 + 8 + 8 + 2 results
+    assert result["reference_readings"] == 5
+    assert request_cost.main([*argv[:-2], "--readings", "0", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["reference_readings"] == 0
 
 
 def test_with_credentials_and_a_real_server_the_cycles_still_do_work(tmp_path: Path) -> None:
