@@ -165,8 +165,12 @@ def dominated_pairs(rows: NDArray[np.float64], others: NDArray[np.float64]) -> N
 
 def _dominated_by_any(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
     """`dominated_by` over any number of rows: for two and three objectives a sweep
-    (O((rows + others) log)), for more a block at a time (bounded temporaries)."""
+    (O((rows + others) log)), for more a block at a time (bounded temporaries). Only the
+    others within the rows' bounding box can dominate any of them: the rest are left out
+    first (a few rows near each other against a whole frontier meet a small part of it)."""
     k = rows.shape[1] if rows.ndim == 2 else 0
+    if len(rows) and len(others):
+        others = others[(others <= rows.max(axis=0)).all(axis=1)]
     if len(rows) and len(others) and k in (2, 3) and len(rows) * len(others) > _SWEEP_FROM:
         return _swept_2d(rows, others) if k == 2 else _swept_3d(rows, others)
     out = np.zeros(len(rows), dtype=bool)
@@ -276,7 +280,10 @@ class NoisyFront:
     `insert` adds one point and `remove` takes one away at the cost of a few comparisons per
     member, so that a table whose results arrive, or move when measured again, one at a time
     need not rebuild its frontier each time. Each gives the front `of` would build from every
-    point there is then.
+    point there is then. Two fronts of the members' own are kept for them: `worst`, the
+    members whose worst case no other's dominates (they suffice to hold anything off the
+    front), and `leading`, those whose best case no other's dominates (they suffice to doubt
+    any member but themselves).
     """
 
     keys: NDArray[np.intp]  # ascending: the arrival order
@@ -285,6 +292,8 @@ class NoisyFront:
     high: NDArray[np.float64]
     group: NDArray[np.intp]
     certain: NDArray[np.bool_]
+    leading: NDArray[np.bool_]
+    worst: NDArray[np.bool_]
 
     @classmethod
     def of(
@@ -299,8 +308,16 @@ class NoisyFront:
         rows = np.flatnonzero(mask)
         position = np.full(len(values), -1, dtype=np.intp)
         position[rows] = np.arange(len(rows))
+        lo, hi = lo[rows], hi[rows]
         front = cls(
-            keyed[rows], values[rows], lo[rows], hi[rows], position[group[rows]], certain[rows]
+            keyed[rows],
+            values[rows],
+            lo,
+            hi,
+            position[group[rows]],
+            certain[rows],
+            non_dominated_mask(lo),
+            non_dominated_mask(hi),
         )
         return mask, front
 
@@ -336,6 +353,12 @@ class NoisyFront:
         certain = self.certain & ~dominated_pairs(self.high, x_lo)[:, 0]
         keep = np.flatnonzero(stays)
         x_certain = not dominated_by(x_hi, self.low[keep])[0]
+        # The members' own fronts: a member the point pushes off dominated nothing the point
+        # does not, so none joins them.
+        leading = self.leading & stays & ~dominated_pairs(self.low, x_lo)[:, 0]
+        x_leading = not dominated_by(x_lo, self.low[leading])[0]
+        worst = self.worst & stays & ~dominated_pairs(self.high, x_hi)[:, 0]
+        x_worst = not dominated_by(x_hi, self.high[worst])[0]
         at = int(np.searchsorted(self.keys[keep], key))
         n = len(keep) + 1
         rest = np.arange(n) != at  # the kept members' places in the new front
@@ -365,6 +388,8 @@ class NoisyFront:
             placed(self.high[keep], x_hi[0]),
             group,
             placed(certain[keep], x_certain),
+            placed(leading[keep], x_leading),
+            placed(worst[keep], x_worst),
         )
         return front, stays
 
@@ -383,10 +408,15 @@ class NoisyFront:
         k = self.nominal.shape[1]
         r_keys = np.asarray(rivals[0], dtype=np.intp).reshape(-1)
         r_values, r_lo, r_hi = (np.asarray(a, dtype=float).reshape(-1, k) for a in rivals[1:])
-        m_values, m_lo = self.nominal[at : at + 1], self.low[at : at + 1]
+        m_values, m_lo, m_hi = (a[at : at + 1] for a in (self.nominal, self.low, self.high))
         others = np.arange(len(self)) != at
+        # The members' own fronts lose it; only what it dominated there may take its place.
+        worst, leading = self.worst & others, self.leading & others
+        worse = others & dominated_pairs(self.high, m_hi)[:, 0] if self.worst[at] else None
+        behind = others & dominated_pairs(self.low, m_lo)[:, 0] if self.leading[at] else None
         if len(r_keys):  # none of them pushes a member off, since the removed one held them
-            back = ~_dominated_by_any(r_lo, np.vstack([self.high[others], r_hi]))
+            rivals_of = self.high[worst if worse is None else worst | worse]
+            back = ~_dominated_by_any(r_lo, np.vstack([rivals_of, r_hi]))
             r_keys, r_values, r_lo, r_hi = r_keys[back], r_values[back], r_lo[back], r_hi[back]
         keys = np.concatenate([self.keys[others], r_keys])
         order = np.argsort(keys, kind="stable")
@@ -400,12 +430,26 @@ class NoisyFront:
         position = np.full(len(self), -1, dtype=np.intp)
         position[old] = place[: len(old)]
         came_back = place[len(old) :]
-        plain = np.zeros(len(keys), dtype=bool)
-        plain[position[old[self.plain[old]]]] = True
+        back_mask = _mask(came_back, len(keys))
+
+        def moved(mask: NDArray[np.bool_]) -> NDArray[np.bool_]:
+            out = np.zeros(len(keys), dtype=bool)
+            out[position[old[mask[old]]]] = True
+            return out
+
+        plain = moved(self.plain)
         group = np.full(len(keys), -1, dtype=np.intp)
         group[position[old]] = position[self.group[old]]  # -1 where it was the removed one
-        certain = np.zeros(len(keys), dtype=bool)
-        certain[position[old]] = self.certain[old]
+        certain = moved(self.certain)
+        # A returner's worst and best cases lie beyond the removed one's: it may join the
+        # members' fronts only where the removed one left them, and pushes none off them.
+        new_worst, new_leading = moved(worst), moved(leading)
+        for kept, dominated, ends in ((new_worst, worse, high), (new_leading, behind, low)):
+            if dominated is None:
+                continue
+            rows = np.flatnonzero(_mask(position[old[dominated[old]]], len(keys)) | back_mask)
+            if len(rows):
+                kept[rows] = ~_dominated_by_any(ends[rows], ends[kept | _mask(rows, len(keys))])
         # What the removed point nominally dominated (the returners among it) may lead now,
         # or be grouped with another: nothing else was grouped with it or can be now.
         under = dominated_pairs(values, m_values)[:, 0]
@@ -416,14 +460,23 @@ class NoisyFront:
             group[rows] = rows
             led = rows[~plain[rows]]
             group[led] = leaders[_first_dominator(values[led], values[leaders])]
-        # Doubted by the removed point's best case: perhaps certain now; doubted by a
-        # returner's: not; a returner: checked against every member.
-        if len(came_back):
-            certain &= ~_dominated_by_any(high, low[came_back])
-        recheck = np.union1d(position[old[dominated_pairs(self.high[old], m_lo)[:, 0]]], came_back)
+        # Doubted by the removed point's best case: perhaps certain now (a returner's best
+        # case lies beyond it and doubts nothing it did not); a returner: checked too. The
+        # members' best-case front suffices as rivals but for its own members.
+        doubted = position[old[dominated_pairs(self.high[old], m_lo)[:, 0]]]
+        recheck = np.flatnonzero(_mask(doubted, len(keys)) | back_mask)
         if len(recheck):
-            certain[recheck] = ~_dominated_by_other(high, recheck, low, np.arange(len(keys)))
-        return NoisyFront(keys, values, low, high, group, certain)
+            ahead = new_leading[recheck]
+            certain[recheck[~ahead]] = ~_dominated_by_any(high[recheck[~ahead]], low[new_leading])
+            lead = recheck[ahead]
+            certain[lead] = ~_dominated_by_other(high, lead, low, np.arange(len(keys)))
+        return NoisyFront(keys, values, low, high, group, certain, new_leading, new_worst)
+
+
+def _mask(rows: NDArray[np.intp], n: int) -> NDArray[np.bool_]:
+    out = np.zeros(n, dtype=bool)
+    out[rows] = True
+    return out
 
 
 def _first_dominator(rows: NDArray[np.float64], front: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -491,8 +544,9 @@ def _dominated_by_other(
     out = np.zeros(len(rows), dtype=bool)
     if len(rows) * len(others) > _SWEEP_FROM and high.shape[1] in (2, 3):
         # The others that are not rows in one sweep; then the rows among them.
-        out |= _dominated_by_any(high[rows], low[np.setdiff1d(others, rows)])
-        others = np.intersect1d(others, rows)
+        is_row = _mask(rows, len(high))[others]
+        out |= _dominated_by_any(high[rows], low[others[~is_row]])
+        others = others[is_row]
         if len(others) == len(rows):
             return out | _dominated_within(high, rows, low)
     for start in range(0, len(rows), _BLOCK):

@@ -239,7 +239,7 @@ def test_a_front_extended_point_by_point_is_the_one_built_at_once(seed: int, wid
 
 
 def assert_same_front(front: NoisyFront, whole: NoisyFront) -> None:
-    for name in ("keys", "nominal", "low", "high", "group", "certain"):
+    for name in ("keys", "nominal", "low", "high", "group", "certain", "leading", "worst"):
         assert (getattr(front, name) == getattr(whole, name)).all(), name
 
 
