@@ -13,6 +13,8 @@ of re-measurements: the proposals are what they would have been.
 
 from __future__ import annotations
 
+import heapq
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -44,8 +46,7 @@ def queue(results: ResultTables, session: Session, search: SearchRow, slots: int
     left = remeasure_budget(request) - spent
     if left <= 0:
         return False
-    picks = choose(results.get(session, search), request.noise.max_measurements)
-    picks = picks[: min(left, slots)]
+    picks = choose(results.get(session, search), request.noise.max_measurements, min(left, slots))
     if not picks:
         return False
     rounds = dict(
@@ -80,14 +81,26 @@ def queue(results: ResultTables, session: Session, search: SearchRow, slots: int
     return True
 
 
-def choose(table: ResultTable, max_measurements: int) -> list[str]:
+def choose(table: ResultTable, max_measurements: int, most: int | None = None) -> list[str]:
     """Frontier points in a group of several, fewest measurements first (then the order they
-    were told), each below `max_measurements`."""
+    were told), each below `max_measurements`; the first `most` of them."""
+    crowded = table.crowded()  # in the order told
     uncertainty = table.uncertainty  # (a member another reader's update just left: skipped)
-    crowded = [
-        (u.measurements, t.seq, t.arch_id)
-        for t in table.crowded()
-        if (u := uncertainty.get(t.arch_id)) and u.measurements < max_measurements
-    ]
-    crowded.sort()
-    return [arch for _, _, arch in crowded]
+    again = {
+        t.arch_id: u.measurements
+        for t in crowded
+        if t.arch_id in table.remeasured and (u := uncertainty.get(t.arch_id))
+    }
+    # A member never measured again was measured once, quietly (else it would not rank).
+    once = (
+        [(1, t.seq, t.arch_id) for t in crowded if t.arch_id not in again]
+        if max_measurements > 1
+        else []
+    )
+    more = sorted(
+        (n, t.seq, t.arch_id)
+        for t in crowded
+        if (n := again.get(t.arch_id, 0)) and n < max_measurements
+    )
+    picks = list(heapq.merge(once, more))
+    return [arch for _, _, arch in picks[:most]]

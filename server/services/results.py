@@ -177,6 +177,11 @@ class ResultTable:
 
         return self.per_frontier("points", make)
 
+    @property
+    def remeasured(self) -> dict[str, list[tuple[float, float]]]:
+        """The quiet re-measurements of each result measured again, by arch id."""
+        return self._again
+
     def crowded(self) -> list[Told]:
         """The frontier's members that share their group with another, in result order."""
         front = self._front

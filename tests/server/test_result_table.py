@@ -318,5 +318,7 @@ def test_re_measurements_go_to_crowded_groups_fewest_measurements_first() -> Non
     chosen = remeasure.choose(table, max_measurements=3)
     assert chosen == [arch for _, _, arch in expected]
     assert thrice.arch_id not in chosen  # at the most measurements allowed
+    assert remeasure.choose(table, max_measurements=3, most=2) == chosen[:2]
+    assert remeasure.choose(table, max_measurements=1) == []
     if twice.arch_id in chosen:
         assert chosen[-1] == twice.arch_id
