@@ -474,6 +474,7 @@ class NoisyFront:
 
 
 def _mask(rows: NDArray[np.intp], n: int) -> NDArray[np.bool_]:
+    """A boolean mask of length `n`, True at `rows`."""
     out = np.zeros(n, dtype=bool)
     out[rows] = True
     return out
