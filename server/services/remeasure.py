@@ -14,6 +14,7 @@ of re-measurements: the proposals are what they would have been.
 from __future__ import annotations
 
 import heapq
+from itertools import islice
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -86,21 +87,17 @@ def choose(table: ResultTable, max_measurements: int, most: int | None = None) -
     were told), each below `max_measurements`; the first `most` of them."""
     crowded = table.crowded()  # in the order told
     uncertainty = table.uncertainty  # (a member another reader's update just left: skipped)
-    again = {
-        t.arch_id: u.measurements
-        for t in crowded
-        if t.arch_id in table.remeasured and (u := uncertainty.get(t.arch_id))
-    }
+    remeasured = table.remeasured
+    again = {t.arch_id: t.seq for t in crowded if t.arch_id in remeasured}
+    more = sorted(
+        (u.measurements, seq, arch)
+        for arch, seq in again.items()
+        if (u := uncertainty.get(arch)) and u.measurements < max_measurements
+    )
     # A member never measured again was measured once, quietly (else it would not rank).
     once = (
-        [(1, t.seq, t.arch_id) for t in crowded if t.arch_id not in again]
+        ((1, t.seq, t.arch_id) for t in crowded if t.arch_id not in again)
         if max_measurements > 1
-        else []
+        else iter(())
     )
-    more = sorted(
-        (n, t.seq, t.arch_id)
-        for t in crowded
-        if (n := again.get(t.arch_id, 0)) and n < max_measurements
-    )
-    picks = list(heapq.merge(once, more))
-    return [arch for _, _, arch in picks[:most]]
+    return [arch for _, _, arch in islice(heapq.merge(more, once), most)]
