@@ -12,7 +12,8 @@ one process, results read from a `bench/large_search.py` database (issue 20, ite
   `evidence_used`). The database's results carry no readings, so they are given some: a
   reading every 5 results, about 10 ms and 50 MB, moving by a few percent;
 - `--again N`: N re-measurements of frontier points (each a few percent off its first
-  value), as a search at its budget queues them (server.services.remeasure).
+  value), as a search at its budget queues them (server.services.remeasure), and then the
+  choice of the next ones (`remeasure.choose`, 2 free slots).
 
 Prints the build time and the per-arrival medians and maxima. The same script run from
 another checkout's directory (with its own `PYTHONPATH`) times that checkout's table.
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from bench.machine import commit
 from bench.script import command_line
-from server.services import results
+from server.services import remeasure, results
 from server.services.result_tables import _read
 from server.services.results import Again, ResultTable, Told
 from server.settings import Settings
@@ -153,6 +154,15 @@ def _arrivals(request, rows: list[Told], args: argparse.Namespace) -> None:
         times.append(time.perf_counter() - started)
     if times:
         print(f"a re-measurement of a frontier point: {_ms(times)} ({len(times)} of them)")
+        # What a search at its budget does next: choose the next re-measurements (2 slots).
+        times = []
+        for _ in range(9):
+            started = time.perf_counter()
+            remeasure.choose(table, request.noise.max_measurements, most=2)
+            times.append(time.perf_counter() - started)
+        print(
+            f"choosing the next 2 re-measurements: {_ms(times)} ({len(table.crowded()):,} crowded)"
+        )
 
 
 if __name__ == "__main__":

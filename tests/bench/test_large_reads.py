@@ -58,3 +58,4 @@ def test_results_with_readings_and_re_measurements_are_timed(workdir, capsys) ->
     out = capsys.readouterr().out
     assert "a result with the agent's latest reading: median" in out and "(10 results)" in out
     assert "a re-measurement of a frontier point: median" in out and "(5 of them)" in out
+    assert "choosing the next 2 re-measurements: median" in out
