@@ -7,6 +7,7 @@
 #
 #   bash bench/load_device.sh            # about 6 minutes on 16 cores
 #   QUICK=1 bash bench/load_device.sh    # a few seconds per scenario: checks the set-up
+#   COMPARE=.before bash bench/load_device.sh   # PostgreSQL, 8 and 4 processes, before/after
 set -euo pipefail
 OUT=${OUT:-/tmp/load_device}
 mkdir -p "$OUT"
@@ -25,13 +26,33 @@ nproc
 python3 -c "import server.app, search.strategies.nsga2, psycopg; print('imports ok')"
 
 if [ -n "${QUICK:-}" ]; then short=(--duration 6 --agents 20 --budget 200); long=("${short[@]}")
-else short=(--duration 30 --budget 5000); long=(--duration 40 --agents 1000 --think-s 10); fi
-# A scenario that fails its checks is reported in its JSON; the next ones still run.
-load() { python3 -m bench.load --generators 4 "$@" || echo "bench.load exited $?"; }
+    fleet=("${short[@]}")
+else short=(--duration 30 --budget 5000); long=(--duration 40 --agents 1000 --think-s 10)
+    fleet=(--duration 30 --agents 1000 --think-s 10); fi
 
+# One bench.load run, results in $OUT/NAME.json. With COMPARE=DIR (a copy of an earlier
+# commit's packages), the same run from DIR first, in $OUT/NAME_before.json: interleaved.
+# A run that fails its checks says so in its JSON; the next ones still run.
+load() {
+    local name=$1
+    shift
+    if [ -n "${COMPARE:-}" ]; then
+        (cd "$COMPARE" && PYTHONPATH=/tmp/site:$PWD python3 -m bench.load --generators 4 "$@" \
+            --json-out "$OUT/${name}_before.json") || echo "bench.load (before) exited $?"
+    fi
+    python3 -m bench.load --generators 4 "$@" --json-out "$OUT/$name.json" ||
+        echo "bench.load exited $?"
+}
+
+if [ -n "${COMPARE:-}" ]; then
+    # Item 3, before and after: eight and four processes on PostgreSQL.
+    load pg_200 "${short[@]}" --stores postgresql --workers 8,4
+    load pg_1000 "${fleet[@]}" --stores postgresql --workers 8
+    exit
+fi
 # Item 3: does throughput rise with server processes on PostgreSQL when cores allow?
-load "${short[@]}" --stores postgresql --workers 1,2,4,8 --json-out "$OUT/load_pg_200.json"
+load load_pg_200 "${short[@]}" --stores postgresql --workers 1,2,4,8
 # Item 5's targets: 200 agents at 1 s and 1,000 agents at 10 s.
-load "${short[@]}" --stores sqlite --workers 1 --json-out "$OUT/load_sqlite_200.json"
-load "${long[@]}" --stores sqlite --workers 1 --json-out "$OUT/load_sqlite_1000.json"
-load "${long[@]}" --stores postgresql --workers 4 --json-out "$OUT/load_pg_1000.json"
+load load_sqlite_200 "${short[@]}" --stores sqlite --workers 1
+load load_sqlite_1000 "${long[@]}" --stores sqlite --workers 1
+load load_pg_1000 "${long[@]}" --stores postgresql --workers 4

@@ -1,12 +1,18 @@
 """Results on their way to their search, and the search's proposals after each.
 
 A result request records the measurement and leaves an `ArrivalRow`. Where the strategy's
-proposal rounds are cheap, the request then tells the search in the same transaction
-(`settle_in`). Where they are slow (`Engine.slow_rounds`: strategy hwnas screens a pool of
-offspring with fitted models, tens of milliseconds a round), telling waits until the answer
-has gone (the route's background task: `settle`), and each round runs outside the store's
-write lock, so that claims and results go on meanwhile. A claim that finds nothing queued,
-and the app's schedule, tell what is left (a server that stopped in between).
+proposal rounds are cheap and the store is SQLite, the request then tells the search in the
+same transaction (`settle_in`). Otherwise telling waits until the answer has gone (the route's
+background task: `settle`):
+- where rounds are slow (`Engine.slow_rounds`: strategy hwnas screens a pool of offspring
+  with fitted models, tens of milliseconds a round), each runs outside the store's write
+  lock, so that claims and results go on meanwhile;
+- on PostgreSQL, where several server processes share the store, a result does not wait for
+  its search's row, and one settle tells all the results that arrived meanwhile, in one
+  transaction. A settle that finds the search held by another process looks again shortly
+  (`take_search`), without holding its own process's writes up.
+A claim that finds nothing queued, and the app's schedule, tell what is left (a server that
+stopped in between).
 
 The engine hears of results in the order they arrived (the arrival ids), each told and then
 followed by a proposal round, the same steps in the same order wherever the telling runs
@@ -18,6 +24,7 @@ the telling was timed. Until then a result is pending to the engine
 from __future__ import annotations
 
 import logging
+import time
 
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
@@ -30,7 +37,7 @@ from server.services.context import Services
 from server.services.engines import measured_values
 from server.services.searches import advance, measuring_slots, recorded, write_round
 from server.store.rows import ArrivalRow, CandidateRow, SearchRow
-from server.store.store import get_search
+from server.store.store import get_search, take_search
 
 log = logging.getLogger("hwnas.arrivals")
 
@@ -49,9 +56,12 @@ def settle(services: Services, search_id: int, most: int | None = None) -> int:
     otherwise the results are told in one transaction. The search's engine lock keeps this
     process's other threads off the engine; a settle that finds it held leaves at once (it
     must not hold a worker thread waiting), since the holder looks again after letting go.
+    One that finds the search's row held by another process (PostgreSQL) looks again after a
+    pause, for that process may have read the arrivals before this one's committed.
     With `most` (a claim, which must answer soon), it tells at most that many (results keep
     arriving under load); the rest are left to their own settles and the schedule."""
     told = 0
+    pause, gives_up = _TAKEN_PAUSE_S, time.monotonic() + _TAKEN_PATIENCE_S
     while most is None or told < most:
         with services.store.read() as session:  # under load, an earlier settle took them all
             search = get_search(session, search_id)
@@ -61,17 +71,33 @@ def settle(services: Services, search_id: int, most: int | None = None) -> int:
         lock = services.engines.lock(search_id)
         if not lock.acquire(blocking=False):
             return told
+        taken = True
         try:
             if around:
                 told += _settle_around(services, search_id, None if most is None else most - told)
             else:
                 with services.store.write() as session:
-                    search = get_search(session, search_id, lock=True)
-                    told += settle_in(services, session, search)
-                services.engines.round_written(search_id)
+                    search = take_search(session, search_id)
+                    taken = search is not None
+                    if taken:
+                        told += settle_in(services, session, search)
+                if taken:
+                    services.engines.round_written(search_id)
         finally:
             lock.release()
+        if not taken:
+            # Another process is telling the search (PostgreSQL). It may have read the
+            # arrivals before this one's committed: look again shortly, until they are told.
+            if time.monotonic() > gives_up:
+                return told  # left to the next result, a claim or the schedule
+            time.sleep(pause)
+            pause = min(2 * pause, _TAKEN_PAUSE_MAX_S)
     return told
+
+
+# A settle that finds its search held by another process looks again after a pause that
+# doubles up to the last, and gives up after the patience (the schedule tells what is left).
+_TAKEN_PAUSE_S, _TAKEN_PAUSE_MAX_S, _TAKEN_PATIENCE_S = 0.002, 0.05, 10.0
 
 
 def propose_round(services: Services, search_id: int) -> None:

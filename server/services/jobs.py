@@ -52,7 +52,7 @@ from server.services.searches import advance, measuring_slots
 from server.settings import as_utc
 from server.store.cache import new_measurement
 from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, LeaseRow, SearchRow
-from server.store.store import Store, get_search
+from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
@@ -297,7 +297,7 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[in
         agent = seen(session, agent_id, store.now(), store.settings.lease_seconds)
         query = select(SearchRow).where(_SERVABLE)
         if services.store.row_locks:
-            query = query.with_for_update(skip_locked=True)
+            query = query.with_for_update(**SEARCH_LOCK, **SKIP_LOCKED)
         params = _servable(agent)
         for search in session.scalars(query, params).all():
             if rounds_outside(search):
@@ -363,19 +363,11 @@ def _job(session: Session, job_id: int, lock: bool) -> CandidateRow:
 
 
 def _job_and_search(session: Session, job_id: int, lock: bool) -> tuple[CandidateRow, SearchRow]:
-    """A job that a result arrives for, and its search. With `lock` (PostgreSQL), where the
-    search is told at once, the search's row is locked before the job's: writes to one
-    search take turns."""
-    if not lock:
-        row = _job(session, job_id, lock=False)
-        return row, session.get(SearchRow, row.search_id)
-    search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
-    if search_id is None:
-        raise NotFound("job", job_id)
-    search = session.get(SearchRow, search_id)
-    if not rounds_outside(search):
-        search = get_search(session, search_id, lock=True)
-    return _job(session, job_id, lock=True), search
+    """A job that a result arrives for, and its search; with `lock` (PostgreSQL) the job's
+    row is locked, not the search's: the result only arrives, and results of one search
+    from several processes are recorded side by side."""
+    row = _job(session, job_id, lock)
+    return row, session.get(SearchRow, row.search_id)
 
 
 def heartbeat(store: Store, job_id: int, ref: LeaseRef, caller: Caller = TRUSTED) -> LeaseStatus:
@@ -468,16 +460,20 @@ def submit_result(
 ) -> tuple[ResultReceipt, int | None]:
     """Record a job's measurement or failure, exactly once (see `_admit`), and let its search
     hear of it (`server.services.arrivals`): at once, in this transaction, where the
-    strategy's proposal rounds are cheap; else afterwards. Returns the receipt and the search
-    still to `settle` (None when it was told, or for a duplicate). Writes to one search take
-    turns: its row is locked first (PostgreSQL), then the job; the agent's row comes before
-    both, as in a claim."""
-    with services.store.write() as session:
-        now = services.store.now()
-        agent = seen(session, result.agent_id, now, services.store.settings.lease_seconds, caller)
-        row, search = _job_and_search(session, job_id, services.store.row_locks)
+    strategy's proposal rounds are cheap and the store is SQLite; else afterwards. Returns the
+    receipt and the search still to `settle` (None when it was told, or for a duplicate).
+
+    On PostgreSQL a result always arrives: its transaction locks the agent's row and then the
+    job's, as a claim does, and runs beside other writes. Told at once, each result would hold
+    its search's row for the telling, and the results of one search from all processes would
+    take turns; told afterwards, one settle tells all that arrived meanwhile."""
+    store = services.store
+    with store.write_rows() if store.row_locks else store.write() as session:
+        now = store.now()
+        agent = seen(session, result.agent_id, now, store.settings.lease_seconds, caller)
+        row, search = _job_and_search(session, job_id, store.row_locks)
         search_id = search.id  # still to settle, unless told here
-        at_once = not rounds_outside(search)
+        at_once = not store.row_locks and not rounds_outside(search)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now

@@ -88,11 +88,35 @@ class Store:
         self.db.dispose()
 
 
+# A search's row is locked FOR NO KEY UPDATE: writers of the search take turns, while rows
+# that refer to it (a measurement, an arrival) are still inserted meanwhile (their foreign
+# key check takes FOR KEY SHARE, which FOR UPDATE would block).
+SEARCH_LOCK = {"key_share": True}
+SKIP_LOCKED = {"skip_locked": True}
+
+
 def get_search(session: Session, search_id: int, lock: bool = False) -> SearchRow:
     """The search; with `lock`, its row is locked until the transaction ends (PostgreSQL;
     SQLite's write transactions exclude each other already), so that writes to one search
     from several server processes take turns and each sees the last one's rows."""
-    search = session.get(SearchRow, search_id, with_for_update=lock, populate_existing=lock)
+    locking = SEARCH_LOCK if lock else None
+    search = session.get(SearchRow, search_id, with_for_update=locking, populate_existing=lock)
     if search is None:
+        raise NotFound("search", search_id)
+    return search
+
+
+def take_search(session: Session, search_id: int) -> SearchRow | None:
+    """The search with its row locked until the transaction ends, or None at once when
+    another transaction holds that lock (PostgreSQL; elsewhere it is `get_search` with
+    `lock`). A thread must not wait for the lock inside a write transaction: it would hold
+    its process's write lock meanwhile, and every write of the process would queue behind
+    another process's transaction."""
+    if session.get_bind().dialect.name != "postgresql":
+        return get_search(session, search_id, lock=True)
+    search = session.get(
+        SearchRow, search_id, with_for_update=SEARCH_LOCK | SKIP_LOCKED, populate_existing=True
+    )
+    if search is None and session.get(SearchRow, search_id) is None:
         raise NotFound("search", search_id)
     return search

@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+from fastapi.testclient import TestClient
+
 from archvocab.wire import JobResult
+from server.app.factory import create_app
 from server.services import arrivals, jobs
+from server.settings import Settings
+from server.store.store import take_search
 from tests.factories import register, search_request, synthetic_measurement
 
 AGENTS = 3
@@ -72,7 +78,7 @@ def test_a_slow_round_search_is_told_after_the_request_in_arrival_order(client):
     assert arrivals.settle(services, 1) == 0  # told once
 
 
-def test_a_search_with_cheap_rounds_is_told_in_the_result_request(client):
+def test_cheap_rounds_are_told_in_the_request_on_sqlite_and_after_it_on_postgresql(client):
     client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS
     agent = register(client)
     services = client.app.state.services
@@ -80,9 +86,74 @@ def test_a_search_with_cheap_rounds_is_told_in_the_result_request(client):
     body = {"agent_id": agent, "lease_id": lease.lease_id}
     body["measurement"] = synthetic_measurement(lease.spec)
     receipt, to_settle = jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
-    assert receipt.accepted and to_settle is None
+    assert receipt.accepted
+    if services.store.row_locks:  # PostgreSQL: the result only arrives
+        assert to_settle == 1
+        assert client.get("/api/v1/searches/1/points").json()["rows"] == []
+        assert arrivals.settle(services, to_settle) == 1
+    else:
+        assert to_settle is None
     rows = client.get("/api/v1/searches/1/points").json()["rows"]
     assert [row[:2] for row in rows] == [[lease.arch_id, 1]]
+
+
+class _SearchHeld:
+    """Another PostgreSQL transaction (another server process's settle) holding a search's
+    row until `release`."""
+
+    def __init__(self, services, search_id: int) -> None:
+        self._session = services.store._sessions()
+        self._session.begin()
+        assert take_search(self._session, search_id) is not None
+
+    def release(self) -> None:
+        self._session.rollback()
+        self._session.close()
+
+
+@pytest.fixture
+def postgres_client(postgres_url, clock):
+    settings = Settings(database_url=postgres_url, lease_seconds=30.0, clock=clock)
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def _write_nothing(services) -> bool:
+    with services.store.write():
+        return True
+
+
+def _cheap_search(client, agents: int) -> tuple[object, list[str]]:
+    client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS
+    return client.app.state.services, [register(client) for _ in range(agents)]
+
+
+def test_results_are_recorded_while_another_process_holds_their_search(postgres_client):
+    services, agents = _cheap_search(postgres_client, 2)
+    leases = [jobs.claim(services, a) for a in agents]
+    held = _SearchHeld(services, 1)
+    try:
+        reporter, reported = _in_thread(
+            "reporter", lambda: [_report(services, a, x) for a, x in zip(agents, leases)]
+        )
+        reporter.join(10)
+        assert not reporter.is_alive()  # neither result waited for the search's row
+        assert reported["value"] == [1, 1]
+        # A settle meanwhile waits its turn without holding this process's writes up.
+        settler, told = _in_thread("settler", lambda: arrivals.settle(services, 1))
+        settler.join(0.3)
+        assert settler.is_alive()
+        writer, wrote = _in_thread("writer", lambda: _write_nothing(services))
+        writer.join(10)
+        assert wrote == {"value": True}  # this process's write lock is free
+        assert jobs.claim(services, agents[0]) is not None
+    finally:
+        held.release()
+    settler.join(10)
+    assert not settler.is_alive()
+    assert told["value"] == 2
+    rows = postgres_client.get("/api/v1/searches/1/points").json()["rows"]
+    assert [row[0] for row in rows] == [x.arch_id for x in leases]
 
 
 def test_results_a_stopped_server_left_untold_are_told_by_the_next_claim(make_client):
