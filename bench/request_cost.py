@@ -18,6 +18,9 @@ are timed and counted the same way.
     .venv/bin/python -m bench.request_cost [--strategy lts] [--warm 200] [--cycles 300]
         [--idle 200] [--profile 25] [--json bench/results/request_cost.json]
 
+`--store postgresql` runs the in-process cycles on a throwaway PostgreSQL cluster (its own
+CPU is not counted).
+
 `--warm N`: results told before timing starts, so that the search (and its result table)
 has N candidates: the cost of a request may grow with the search. Each result carries the
 agent's latest reading of the search's reference architecture, a new one every 5 results as
@@ -27,6 +30,7 @@ deployed agents send them (`--readings N`; 0: none): new readings feed the noise
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import pstats
@@ -34,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,7 @@ from sqlalchemy import event
 from archvocab.wire import JobResult
 from bench.machine import commit, machine, tree_cpu_s
 from bench.script import command_line, write_json
+from hwnas.testing import postgres
 from hwnas.testing.measurements import (
     FINGERPRINT,
     reference_reading,
@@ -156,7 +162,7 @@ def _direct(services: Any, agent: Agent, settling: list[float] | None = None) ->
     agent.done += 1
     start = time.process_time()
     if search_id is not None:  # a strategy with slow rounds: told after the answer
-        arrivals.settle(services, search_id)
+        arrivals.settle(services, search_id, look=False)  # as the route does
     if settling is not None:
         settling.append((time.process_time() - start) * 1000)
     return True
@@ -166,9 +172,22 @@ def _bearer(secret: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"} if secret else {}
 
 
+@contextlib.contextmanager
+def _database(store: str, tmp: str) -> Iterator[str]:
+    """The URL of a fresh database: a SQLite file in `tmp`, or a database on a throwaway
+    PostgreSQL cluster (hwnas.testing.postgres), stopped afterwards."""
+    if store == "sqlite":
+        yield f"sqlite:///{Path(tmp) / 'cost.db'}"
+        return
+    cluster = postgres.start()
+    try:
+        yield cluster.create_database("cost")
+    finally:
+        cluster.stop()
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        db = f"sqlite:///{Path(tmp) / 'cost.db'}"
+    with tempfile.TemporaryDirectory() as tmp, _database(args.store, tmp) as db:
         app = create_app(Settings(database_url=db, auth=args.auth))
         with TestClient(app) as client:
             store = app.state.store
@@ -214,6 +233,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "command": command_line([".venv/bin/python", "-m", "bench.request_cost"], None),
         "commit": commit(),
         "machine": machine(),
+        "store": args.store,
         "strategy": args.strategy,
         "auth": args.auth,
         "warm": args.warm,
@@ -322,6 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=int, default=25, help="profiled cycles")
     parser.add_argument("--top", type=int, default=40, help="profile lines printed")
     parser.add_argument("--auth", action="store_true", help="authentication on, as deployed")
+    parser.add_argument(
+        "--store",
+        default="sqlite",
+        choices=["sqlite", "postgresql"],
+        help="the database of the in-process cycles (postgresql: a throwaway cluster)",
+    )
     parser.add_argument(
         "--served",
         type=int,

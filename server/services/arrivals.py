@@ -1,16 +1,16 @@
 """Results on their way to their search, and the search's proposals after each.
 
 A result request records the measurement and leaves an `ArrivalRow`. Where the strategy's
-proposal rounds are cheap and the store is SQLite, the request then tells the search in the
-same transaction (`settle_in`). Otherwise telling waits until the answer has gone (the route's
-background task: `settle`):
+proposal rounds are cheap, the request then tells the search in the same transaction
+(`settle_in`). Otherwise telling waits until the answer has gone (the route's background
+task: `settle`):
 - where rounds are slow (`Engine.slow_rounds`: strategy hwnas screens a pool of offspring
   with fitted models, tens of milliseconds a round), each runs outside the store's write
   lock, so that claims and results go on meanwhile;
-- on PostgreSQL, where several server processes share the store, a result does not wait for
-  its search's row, and one settle tells all the results that arrived meanwhile, in one
-  transaction. A settle that finds the search held by another process looks again shortly
-  (`take_search`), without holding its own process's writes up.
+- on PostgreSQL, once another server process writes the store too (`EngineCache.shared`), a
+  result does not wait for its search's row, and one settle tells all the results that
+  arrived meanwhile, in one transaction. A settle that finds the search held by another
+  process looks again shortly (`take_search`), without holding its own process's writes up.
 A claim that finds nothing queued, and the app's schedule, tell what is left (a server that
 stopped in between).
 
@@ -27,7 +27,7 @@ import logging
 import time
 
 from sqlalchemy import ColumnElement, delete, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, lazyload
 
 from archvocab.wire import SearchStatus
 from search.engine import Engine
@@ -47,7 +47,7 @@ def arrive(session: Session, search: SearchRow, row: CandidateRow) -> None:
     session.add(ArrivalRow(search_id=search.id, job_id=row.id))
 
 
-def settle(services: Services, search_id: int, most: int | None = None) -> int:
+def settle(services: Services, search_id: int, most: int | None = None, look: bool = True) -> int:
     """Tell the search the results that arrived for it, in order; returns how many.
 
     Where the strategy's proposal rounds are slow (`Engine.slow_rounds`: strategy hwnas
@@ -59,30 +59,38 @@ def settle(services: Services, search_id: int, most: int | None = None) -> int:
     One that finds the search's row held by another process (PostgreSQL) looks again after a
     pause, for that process may have read the arrivals before this one's committed.
     With `most` (a claim, which must answer soon), it tells at most that many (results keep
-    arriving under load); the rest are left to their own settles and the schedule."""
+    arriving under load); the rest are left to their own settles and the schedule. Without
+    `look` (the caller has just left an arrival) it skips the first read for waiting results.
+    """
     told = 0
     pause, gives_up = _TAKEN_PAUSE_S, time.monotonic() + _TAKEN_PATIENCE_S
     while most is None or told < most:
-        with services.store.read() as session:  # under load, an earlier settle took them all
-            search = get_search(session, search_id)
-            if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
-                return told
-            around = rounds_outside(search)
+        around = None  # not known before the search is read
+        if look:
+            with services.store.read() as session:  # under load, an earlier settle took all
+                search = get_search(session, search_id)
+                if not session.scalar(select(waiting_for(SearchRow.id == search_id))):
+                    return told
+                around = rounds_outside(search)
+        look = True
         lock = services.engines.lock(search_id)
         if not lock.acquire(blocking=False):
             return told
         taken = True
         try:
-            if around:
-                told += _settle_around(services, search_id, None if most is None else most - told)
-            else:
+            if not around:
                 with services.store.write() as session:
                     search = take_search(session, search_id)
                     taken = search is not None
-                    if taken:
+                    if not taken:
+                        services.engines.held_elsewhere()
+                    around = taken and rounds_outside(search)
+                    if taken and not around:
                         told += settle_in(services, session, search)
-                if taken:
+                if taken and not around:
                     services.engines.round_written(search_id)
+            if around:
+                told += _settle_around(services, search_id, None if most is None else most - told)
         finally:
             lock.release()
         if not taken:
@@ -195,7 +203,7 @@ def settle_after_answer(services: Services, search_id: int) -> None:
     """`settle`, run once a result's answer has gone: a failure is logged, not raised (the
     agent has its receipt), and the results stay for the next claim or the schedule."""
     try:
-        settle(services, search_id)
+        settle(services, search_id, look=False)
     except Exception:
         log.exception("search %s: telling it of new results failed; a claim will", search_id)
 
@@ -211,14 +219,16 @@ def settle_waiting(services: Services) -> int:
 def settle_in(services: Services, session: Session, search: SearchRow) -> int:
     """`settle` inside the caller's write transaction, the search's row locked and its engine
     lock held (a claim that found nothing queued, a result told at once)."""
-    query = select(ArrivalRow.id, ArrivalRow.job_id).where(ArrivalRow.search_id == search.id)
+    taking = delete(ArrivalRow).where(ArrivalRow.search_id == search.id)
     with session.no_autoflush:  # nothing this transaction holds unflushed is an arrival
-        waiting = session.execute(query.order_by(ArrivalRow.id)).all()
+        waiting = sorted(session.execute(taking.returning(ArrivalRow.id, ArrivalRow.job_id)).all())
     if not waiting:
         return 0
-    session.execute(delete(ArrivalRow).where(ArrivalRow.id.in_([i for i, _ in waiting])))
+    query = select(CandidateRow).where(CandidateRow.id.in_([job for _, job in waiting]))
+    query = query.options(lazyload(CandidateRow.architecture))  # a result has no use for it
+    rows = {row.id: row for row in session.scalars(query)}
     for _, job_id in waiting:
-        _tell(services, session, search, session.get(CandidateRow, job_id))
+        _tell(services, session, search, rows[job_id])
     return len(waiting)
 
 

@@ -85,6 +85,9 @@ class EngineCache:
         self._rounds: dict[int, threading.Condition] = {}  # notified as such a round is written
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
         self.catch_ups = 0  # stale engines brought up to date from the new rows only
+        # Whether another server process writes to this store's searches: seen when an
+        # engine is stale (`get`) or a search's row is held elsewhere (`held_elsewhere`).
+        self.shared = False
 
     def new(
         self, search: SearchRow, request: SearchCreate, normaliser: Normaliser | None
@@ -106,6 +109,7 @@ class EngineCache:
             try:
                 _catch_up(session, search, engine)
                 self.catch_ups += 1
+                self.shared = True
             except InvalidHistory:  # the rows are not a continuation of it: start over
                 engine = None
         if engine is None:
@@ -113,6 +117,11 @@ class EngineCache:
             self.restores += 1
         self._engines[search.id] = (engine, search.revision)
         return engine
+
+    def held_elsewhere(self) -> None:
+        """A search's row was held by another transaction that no thread of this process
+        runs (this process's writers of a search hold its engine lock): another process."""
+        self.shared = True
 
     def round_written(self, search_id: int) -> None:
         """A proposal round run outside the write lock was written: wake `wait_round`."""

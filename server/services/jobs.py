@@ -52,7 +52,7 @@ from server.services.searches import advance, measuring_slots
 from server.settings import as_utc
 from server.store.cache import new_measurement
 from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, LeaseRow, SearchRow
-from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store
+from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store, get_search
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
@@ -362,12 +362,22 @@ def _job(session: Session, job_id: int, lock: bool) -> CandidateRow:
     return row
 
 
-def _job_and_search(session: Session, job_id: int, lock: bool) -> tuple[CandidateRow, SearchRow]:
-    """A job that a result arrives for, and its search; with `lock` (PostgreSQL) the job's
-    row is locked, not the search's: the result only arrives, and results of one search
-    from several processes are recorded side by side."""
-    row = _job(session, job_id, lock)
-    return row, session.get(SearchRow, row.search_id)
+def _job_and_search(
+    session: Session, job_id: int, lock: bool, tell: bool
+) -> tuple[CandidateRow, SearchRow]:
+    """A job that a result arrives for, and its search. With `lock` (PostgreSQL) the job's
+    row is locked; where the search is told in this transaction too (`tell`, and its rounds
+    are cheap), the search's row before it: writes that tell one search take turns."""
+    if not (lock and tell):
+        row = _job(session, job_id, lock)
+        return row, session.get(SearchRow, row.search_id)
+    search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
+    if search_id is None:
+        raise NotFound("job", job_id)
+    search = session.get(SearchRow, search_id)
+    if not rounds_outside(search):
+        search = get_search(session, search_id, lock=True)
+    return _job(session, job_id, lock=True), search
 
 
 def heartbeat(store: Store, job_id: int, ref: LeaseRef, caller: Caller = TRUSTED) -> LeaseStatus:
@@ -463,17 +473,20 @@ def submit_result(
     strategy's proposal rounds are cheap and the store is SQLite; else afterwards. Returns the
     receipt and the search still to `settle` (None when it was told, or for a duplicate).
 
-    On PostgreSQL a result always arrives: its transaction locks the agent's row and then the
-    job's, as a claim does, and runs beside other writes. Told at once, each result would hold
-    its search's row for the telling, and the results of one search from all processes would
-    take turns; told afterwards, one settle tells all that arrived meanwhile."""
+    On a PostgreSQL store that other server processes write to as well (`EngineCache.shared`)
+    a result only arrives: its transaction locks the agent's row and then the job's, as a
+    claim does, and runs beside other writes. Told at once, each result would hold its
+    search's row for the telling (the row first, then the job), and the results of one search
+    from all processes would take turns; told afterwards, one settle tells all that arrived
+    meanwhile. A process alone is spared the second transaction."""
     store = services.store
-    with store.write_rows() if store.row_locks else store.write() as session:
+    arrive_only = store.row_locks and services.engines.shared
+    with store.write_rows() if arrive_only else store.write() as session:
         now = store.now()
         agent = seen(session, result.agent_id, now, store.settings.lease_seconds, caller)
-        row, search = _job_and_search(session, job_id, store.row_locks)
+        row, search = _job_and_search(session, job_id, store.row_locks, tell=not arrive_only)
         search_id = search.id  # still to settle, unless told here
-        at_once = not store.row_locks and not rounds_outside(search)
+        at_once = not arrive_only and not rounds_outside(search)
         if not _admit(session, row, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
         row.lease_id, row.lease_expires_at, row.finished_at = None, None, now

@@ -78,7 +78,7 @@ def test_a_slow_round_search_is_told_after_the_request_in_arrival_order(client):
     assert arrivals.settle(services, 1) == 0  # told once
 
 
-def test_cheap_rounds_are_told_in_the_request_on_sqlite_and_after_it_on_postgresql(client):
+def test_a_search_with_cheap_rounds_is_told_in_the_result_request(client):
     client.post("/api/v1/searches", json=search_request()).raise_for_status()  # LTS
     agent = register(client)
     services = client.app.state.services
@@ -86,13 +86,7 @@ def test_cheap_rounds_are_told_in_the_request_on_sqlite_and_after_it_on_postgres
     body = {"agent_id": agent, "lease_id": lease.lease_id}
     body["measurement"] = synthetic_measurement(lease.spec)
     receipt, to_settle = jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
-    assert receipt.accepted
-    if services.store.row_locks:  # PostgreSQL: the result only arrives
-        assert to_settle == 1
-        assert client.get("/api/v1/searches/1/points").json()["rows"] == []
-        assert arrivals.settle(services, to_settle) == 1
-    else:
-        assert to_settle is None
+    assert receipt.accepted and to_settle is None
     rows = client.get("/api/v1/searches/1/points").json()["rows"]
     assert [row[:2] for row in rows] == [[lease.arch_id, 1]]
 
@@ -112,10 +106,11 @@ class _SearchHeld:
 
 
 @pytest.fixture
-def postgres_client(postgres_url, clock):
+def two_processes(postgres_url, clock):
+    """Two apps on one PostgreSQL database, as two server processes sharing the store."""
     settings = Settings(database_url=postgres_url, lease_seconds=30.0, clock=clock)
-    with TestClient(create_app(settings)) as client:
-        yield client
+    with TestClient(create_app(settings)) as first, TestClient(create_app(settings)) as second:
+        yield first, second
 
 
 def _write_nothing(services) -> bool:
@@ -128,13 +123,39 @@ def _cheap_search(client, agents: int) -> tuple[object, list[str]]:
     return client.app.state.services, [register(client) for _ in range(agents)]
 
 
-def test_results_are_recorded_while_another_process_holds_their_search(postgres_client):
-    services, agents = _cheap_search(postgres_client, 2)
+def test_a_process_that_shares_postgresql_with_another_leaves_its_results_to_arrive(
+    two_processes,
+):
+    first, second = two_processes
+    services, agents = _cheap_search(first, 4)
     leases = [jobs.claim(services, a) for a in agents]
-    held = _SearchHeld(services, 1)
+    assert _report(services, agents[0], leases[0]) is None  # alone so far: told at once
+    assert _report(second.app.state.services, agents[1], leases[1]) is None  # the other
+    assert not services.engines.shared
+    assert _report(services, agents[2], leases[2]) is None  # its engine was stale
+    assert services.engines.shared  # another process wrote the search: from now on
+    assert _report(services, agents[3], leases[3]) == 1  # the result only arrives
+    assert first.get("/api/v1/searches/1/points").json()["last"] == 3
+    assert arrivals.settle(services, 1) == 1
+    rows = first.get("/api/v1/searches/1/points").json()["rows"]
+    assert [row[0] for row in rows] == [x.arch_id for x in leases]
+
+
+def test_results_are_recorded_while_another_process_holds_their_search(two_processes):
+    first, second = two_processes
+    services, agents = _cheap_search(first, 3)
+    other = second.app.state.services
+    leases = [jobs.claim(services, a) for a in agents]
+    assert _report(other, agents[0], leases[0]) is None
+    assert _report(services, agents[1], leases[1]) is None  # a stale engine: shared
+    lease = jobs.claim(services, agents[0])
+    held = _SearchHeld(other, 1)
     try:
         reporter, reported = _in_thread(
-            "reporter", lambda: [_report(services, a, x) for a, x in zip(agents, leases)]
+            "reporter",
+            lambda: [
+                _report(services, a, x) for a, x in ((agents[2], leases[2]), (agents[0], lease))
+            ],
         )
         reporter.join(10)
         assert not reporter.is_alive()  # neither result waited for the search's row
@@ -146,14 +167,13 @@ def test_results_are_recorded_while_another_process_holds_their_search(postgres_
         writer, wrote = _in_thread("writer", lambda: _write_nothing(services))
         writer.join(10)
         assert wrote == {"value": True}  # this process's write lock is free
-        assert jobs.claim(services, agents[0]) is not None
     finally:
         held.release()
     settler.join(10)
     assert not settler.is_alive()
     assert told["value"] == 2
-    rows = postgres_client.get("/api/v1/searches/1/points").json()["rows"]
-    assert [row[0] for row in rows] == [x.arch_id for x in leases]
+    rows = first.get("/api/v1/searches/1/points").json()["rows"]
+    assert [row[0] for row in rows] == [x.arch_id for x in (*leases, lease)]
 
 
 def test_results_a_stopped_server_left_untold_are_told_by_the_next_claim(make_client):
