@@ -47,3 +47,13 @@ def test_the_results_of_re_measurements_at_a_search_s_end_are_timed_apart(tmp_pa
     assert result["remeasure_first_ms"]["n"] == 60  # the search's budget, all first results
     again = result["remeasure_again_ms"]
     assert again["n"] == 3 and again["max"] >= again["median"] > 0
+
+
+def test_on_postgresql_the_cycles_run_on_a_throwaway_cluster(tmp_path: Path, postgres_cluster):
+    """--store postgresql: the same cycles on a cluster of its own."""
+    out = tmp_path / "cost.json"
+    argv = ["--store", "postgresql", "--warm", "3", "--cycles", "4", "--idle", "3"]
+    assert request_cost.main([*argv, "--profile", "1", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["store"] == "postgresql" and result["worked"] == 4
+    assert result["idle_claim_statements"]["writes"] == 0
