@@ -87,12 +87,13 @@ def settle(services: Services, search_id: int, most: int | None = None, look: bo
                     around = taken and rounds_outside(search)
                     if taken and not around:
                         told += settle_in(services, session, search)
-                if taken and not around:
-                    services.engines.round_written(search_id)
             if around:
                 told += _settle_around(services, search_id, None if most is None else most - told)
         finally:
             lock.release()
+            # Claims that found the engine held wait for its round (`wait_round`): written,
+            # or left to another process, they look again now, not after their timeout.
+            services.engines.round_written(search_id)
         if not taken:
             # Another process is telling the search (PostgreSQL). It may have read the
             # arrivals before this one's committed: look again shortly, until they are told.

@@ -176,6 +176,30 @@ def test_results_are_recorded_while_another_process_holds_their_search(two_proce
     assert [row[0] for row in rows] == [x.arch_id for x in (*leases, lease)]
 
 
+def test_a_settle_that_leaves_its_turn_to_another_process_wakes_the_waiting_claims(
+    two_processes,
+):
+    first, second = two_processes
+    services, agents = _cheap_search(first, 2)
+    other = second.app.state.services
+    leases = [jobs.claim(services, a) for a in agents]
+    assert _report(other, agents[0], leases[0]) is None
+    assert _report(services, agents[1], leases[1]) is None  # a stale engine: shared
+    lease = jobs.claim(services, agents[0])
+    assert _report(services, agents[0], lease) == 1  # arrives
+    # A claim that found the engine held waits for its round, up to its timeout.
+    waiter, _ = _in_thread("waiter", lambda: services.engines.wait_round(1, 60))
+    held = _SearchHeld(other, 1)
+    try:
+        settler, _ = _in_thread("settler", lambda: arrivals.settle(services, 1))
+        waiter.join(10)
+        assert not waiter.is_alive()  # woken though nothing was told: it looks again
+    finally:
+        held.release()
+    settler.join(10)
+    assert not settler.is_alive()
+
+
 def test_results_a_stopped_server_left_untold_are_told_by_the_next_claim(make_client):
     before = make_client("stopped.db")
     services, (agent,) = _slow_search(before, 1)
