@@ -141,13 +141,22 @@ def test_a_process_that_shares_postgresql_with_another_leaves_its_results_to_arr
     assert [row[0] for row in rows] == [x.arch_id for x in leases]
 
 
-def test_results_are_recorded_while_another_process_holds_their_search(two_processes):
+def _shared(two_processes, agents: int) -> tuple:
+    """An LTS search on two processes' store, whose first process has seen the second write
+    it (`EngineCache.shared`), its first two agents' results told: (the first's client, its
+    services, the second's services, the agents, their first leases)."""
     first, second = two_processes
-    services, agents = _cheap_search(first, 3)
+    services, agents = _cheap_search(first, agents)
     other = second.app.state.services
     leases = [jobs.claim(services, a) for a in agents]
     assert _report(other, agents[0], leases[0]) is None
     assert _report(services, agents[1], leases[1]) is None  # a stale engine: shared
+    assert services.engines.shared
+    return first, services, other, agents, leases
+
+
+def test_results_are_recorded_while_another_process_holds_their_search(two_processes):
+    first, services, other, agents, leases = _shared(two_processes, 3)
     lease = jobs.claim(services, agents[0])
     held = _SearchHeld(other, 1)
     try:
@@ -179,12 +188,7 @@ def test_results_are_recorded_while_another_process_holds_their_search(two_proce
 def test_a_settle_that_leaves_its_turn_to_another_process_wakes_the_waiting_claims(
     two_processes,
 ):
-    first, second = two_processes
-    services, agents = _cheap_search(first, 2)
-    other = second.app.state.services
-    leases = [jobs.claim(services, a) for a in agents]
-    assert _report(other, agents[0], leases[0]) is None
-    assert _report(services, agents[1], leases[1]) is None  # a stale engine: shared
+    _, services, other, agents, _ = _shared(two_processes, 2)
     lease = jobs.claim(services, agents[0])
     assert _report(services, agents[0], lease) == 1  # arrives
     # A claim that found the engine held waits for its round, up to its timeout.
