@@ -10,6 +10,8 @@ loopback (wall time with the body read, gzip as a browser asks) with its wire si
 
 - `search`: /searches/{id}, the search page's facts;
 - `pareto_top`: /pareto?order_by=latency_ms&limit=20, a choice among the frontier;
+- `pareto_page`: /pareto?order_by=latency_ms&limit=1000&offset=F/2, a page from the middle of
+  the frontier F in that order (reading the whole frontier page by page);
 - `pick`: /pick?order_by=latency_ms;
 - `poll`: /points?after=N-10 with the `frontier_since` token of the previous answer, the
   dashboard's poll (a checkout that does not know the token answers with the whole frontier);
@@ -44,9 +46,12 @@ from hwnas.testing.ports import free_port, loopback_url
 from hwnas.testing.servers import wait_healthy
 
 HERE = Path(__file__).resolve().parent
+PAGE = 1000  # frontier points per page of /pareto
 READS = {
     "search": "/api/v1/searches/{id}",
     "pareto_top": "/api/v1/searches/{id}/pareto?order_by=latency_ms&limit=20",
+    "pareto_page": f"/api/v1/searches/{{id}}/pareto?order_by=latency_ms&limit={PAGE}"
+    "&offset={offset}",
     "pick": "/api/v1/searches/{id}/pick?order_by=latency_ms",
     "poll": "/api/v1/searches/{id}/points?after={after}&frontier_since={token}",
     "points": "/api/v1/searches/{id}/points",
@@ -99,6 +104,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             https[name] = http
             state[name] = {"id": search_id, "after": max(0, last["last"] - 10)}
             state[name]["token"] = last.get("frontier_token", "")
+            state[name]["offset"] = len(last["frontier"]) // 2  # a page from mid-order
         names = list(checkouts)
         for round_ in range(args.repeats):
             for name in names if round_ % 2 == 0 else names[::-1]:
