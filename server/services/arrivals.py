@@ -119,7 +119,10 @@ def propose_round(services: Services, search_id: int) -> None:
         return
     try:
         with services.store.write() as session:
-            search = get_search(session, search_id, lock=True)
+            search = take_search(session, search_id)
+            if search is None:  # another process holds it, and proposes meanwhile
+                services.engines.held_elsewhere()
+                return
             engine, slots = _engine(services, session, search)
             revision = search.revision
         if engine is None:
@@ -148,24 +151,35 @@ def _settle_around(services: Services, search_id: int, most: int | None) -> int:
     the rows. Each transaction also takes the next result to hear, up to `most` told."""
     told = 0
     heard: tuple[int, int, Engine | None, list[Candidate] | None, int] | None = None
+    pause, gives_up = _TAKEN_PAUSE_S, time.monotonic() + _TAKEN_PATIENCE_S
     try:
         while True:
             written = False
             with services.store.write() as session:
-                search = get_search(session, search_id, lock=True)
-                if heard is not None:
-                    written = _write_heard(services, session, search, *heard)
-                    if written:
-                        told += 1
-                    else:
-                        services.engines.drop(search_id)  # told again, from the rows
-                    heard = None
-                done = most is not None and told >= most
-                arrival = None if done else _next(session, search)
-                if arrival is not None:
-                    row = session.get(CandidateRow, arrival.job_id)
-                    engine, slots = _engine(services, session, search)
-                    revision, arrival_id = search.revision, arrival.id
+                search = take_search(session, search_id)
+                if search is not None:
+                    if heard is not None:
+                        written = _write_heard(services, session, search, *heard)
+                        if written:
+                            told += 1
+                        else:
+                            services.engines.drop(search_id)  # told again, from the rows
+                        heard = None
+                    done = most is not None and told >= most
+                    arrival = None if done else _next(session, search)
+                    if arrival is not None:
+                        row = session.get(CandidateRow, arrival.job_id)
+                        engine, slots = _engine(services, session, search)
+                        revision, arrival_id = search.revision, arrival.id
+            if search is None:  # another process holds the search (PostgreSQL): as in settle
+                services.engines.held_elsewhere()
+                if time.monotonic() > gives_up:
+                    if heard is not None:
+                        services.engines.drop(search_id)  # it heard what no row says
+                    return told
+                time.sleep(pause)
+                pause = min(2 * pause, _TAKEN_PAUSE_MAX_S)
+                continue
             if written:  # committed: claims waiting for its proposals may take them
                 services.engines.round_written(search_id)
             if arrival is None:

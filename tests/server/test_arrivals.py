@@ -395,3 +395,25 @@ def test_a_search_that_ended_leaves_nothing_in_the_engine_cache(client):
     assert engines.held() == 1  # the running search
     client.post(f"/api/v1/searches/{running['id']}/cancel").raise_for_status()
     assert engines.held() == 0
+
+
+def test_a_slow_round_settle_waits_for_another_process_without_holding_its_writes_up(
+    two_processes,
+):
+    first, second = two_processes
+    services, search_id = _one_result_in(first)
+    held = _SearchHeld(second.app.state.services, search_id)
+    try:
+        settler, told = _in_thread("settler", lambda: arrivals.settle(services, search_id))
+        settler.join(0.3)
+        assert settler.is_alive()  # its result waits for the other process's turn
+        writer, wrote = _in_thread("writer", lambda: _write_nothing(services))
+        writer.join(10)
+        assert wrote == {"value": True}  # this process's write lock is free meanwhile
+    finally:
+        held.release()
+    settler.join(30)
+    assert not settler.is_alive()
+    assert told["value"] == 1
+    assert first.get("/api/v1/searches/1/points").json()["last"] == 1
+    assert len(first.get("/api/v1/searches/1/candidates").json()) == 2  # proposed after it
