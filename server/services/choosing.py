@@ -27,7 +27,7 @@ from archvocab.wire import (
 )
 from server.errors import NotFound
 from server.services.context import Services
-from server.services.searches import FrontierPoint, candidates_by_arch, frontier
+from server.services.searches import FrontierPoint, FrontierView, candidates_by_arch, frontier
 
 # Values every point has whatever its search's objectives (server.services.frontier.values_of).
 ALWAYS = ("decoder_params", "total_params", "latency_ms", "memory_mb")
@@ -145,9 +145,10 @@ def frontier_points(
 ) -> list[CandidateInfo]:
     """The frontier's points that meet the bounds, in the order, from `query.offset` on and at
     most `query.limit`: chosen among the result table's points, and only those read in full."""
-    request, front = frontier(services, search_id)
-    choice = checked(query, request)
-    meeting = [p for p in choice.ranked(front) if not choice.fails(p)]
+    view = frontier(services, search_id)
+    choice = checked(query, view.request)
+    ranked = _ranked(view, choice)
+    meeting = [p for p in ranked if not choice.fails(p)] if choice.bounds else ranked
     start = getattr(query, "offset", 0)
     limit = getattr(query, "limit", None)
     chosen = meeting[start:] if limit is None else meeting[start : start + limit]
@@ -158,17 +159,17 @@ def pick(services: Services, search_id: int, query: ChoosingQuery) -> FrontierPi
     """The best frontier point under the bounds in the order, its `query.neighbours` nearest
     frontier points on each side in that order (meeting the bounds or not), and the other
     points of its frontier group. NothingMeets (404) when no point meets them."""
-    request, front = frontier(services, search_id)
-    choice = checked(query, request)
+    view = frontier(services, search_id)
+    choice = checked(query, view.request)
     if choice.order_by is None:
         raise InvalidSpec(
             "order_by",
-            f"a pick needs an order: one of {', '.join(metrics_of(request))} "
+            f"a pick needs an order: one of {', '.join(metrics_of(view.request))} "
             "(best first: ascending for latency and memory, descending for the others)",
         )
-    if not front:
+    if not view.points:
         raise NothingMeets("", f"search {search_id} has no frontier point yet: nothing measured")
-    ranked = choice.ranked(front)
+    ranked = _ranked(view, choice)
     fails = {p.arch_id: choice.fails(p) for p in ranked}
     meeting = [p for p in ranked if not fails[p.arch_id]]
     if not meeting:
@@ -200,12 +201,21 @@ def pick(services: Services, search_id: int, query: ChoosingQuery) -> FrontierPi
         descending=choice.descending,
         bounds={b.name: b.value for b in choice.bounds},
         bounds_on=choice.bounds_on,
-        frontier_size=len(front),
+        frontier_size=len(view.points),
         meeting=len(meeting),
         pick=full[at],
         neighbours=[around(i) for i in near],
         group=[around(i) for i in group],
     )
+
+
+def _ranked(view: FrontierView, choice: Choice) -> list[FrontierPoint]:
+    """The frontier's points in the choice's order, ranked once per frontier state and order
+    (a large frontier's pages and picks share it; nobody may change the list)."""
+    if choice.order_by is None:
+        return view.points
+    name = f"ranked by {choice.order_by}, descending {choice.descending}"
+    return view.kept(name, lambda: choice.ranked(view.points))
 
 
 def _nothing_meets(points: list[FrontierPoint], choice: Choice) -> NothingMeets:

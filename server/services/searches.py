@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
@@ -326,13 +328,22 @@ def list_candidates(
         return [candidate_info(r, request, table) for r in session.scalars(query).unique()]
 
 
-def frontier(services: Services, search_id: int) -> tuple[SearchCreate, list[FrontierPoint]]:
-    """The search's request and its frontier's points, in result order: the result table says
-    which they are (server.services.choosing filters and orders them)."""
+@dataclass(frozen=True)
+class FrontierView:
+    """A search's request and its frontier's points in result order, as its result table has
+    them now (server.services.choosing filters and orders them); `kept(name, make)` is
+    `make()`, made once per state of the frontier (`ResultTable.per_frontier`)."""
+
+    request: SearchCreate
+    points: list[FrontierPoint]
+    kept: Callable[[str, Callable[[], Any]], Any]
+
+
+def frontier(services: Services, search_id: int) -> FrontierView:
     with services.store.read() as session:
         search = get_search(session, search_id)
         table = services.results.get(session, search)
-    return table.request, table.frontier_points()
+    return FrontierView(table.request, table.frontier_points(), table.per_frontier)
 
 
 def candidates_by_arch(

@@ -95,6 +95,24 @@ def test_bounds_order_and_limit_match_a_brute_force_over_the_candidates(client, 
     assert [row["arch_id"] for row in csv.DictReader(io.StringIO(as_csv.text))] == expected
 
 
+def test_an_order_read_while_the_search_runs_follows_its_frontier(client):
+    """The ranking is kept per state of the frontier: pages read before and after more
+    results each match the frontier of their time."""
+    request = search_request(budget={"max_evaluations": 24})
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    agent = register(client)
+    params = {"order_by": "latency_ms", "offset": 1, "limit": 3}
+    for jobs in (8, 16):  # 8 results, then all 24
+        play_agent(client, agent, max_jobs=jobs)
+        candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
+        for _ in range(2):  # the second read is answered from the kept ranking
+            got = client.get(f"/api/v1/searches/{search_id}/pareto", params=params)
+            assert [p["arch_id"] for p in got.json()] == brute_force(candidates, params)
+        order = {"order_by": "latency_ms"}
+        pick = client.get(f"/api/v1/searches/{search_id}/pick", params=order)
+        assert pick.json()["pick"]["arch_id"] == brute_force(candidates, order)[0]
+
+
 def test_interval_bounds_keep_fewer_points_than_value_bounds(client):
     search_id, candidates = measured_search(client)
     bound = {"max_latency_ms": spot(candidates, "latency_ms:max")}
