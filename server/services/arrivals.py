@@ -63,7 +63,7 @@ def settle(services: Services, search_id: int, most: int | None = None, look: bo
     `look` (the caller has just left an arrival) it skips the first read for waiting results.
     """
     told = 0
-    pause, gives_up = _TAKEN_PAUSE_S, time.monotonic() + _TAKEN_PATIENCE_S
+    turn = _Turn()
     while most is None or told < most:
         around = None  # not known before the search is read
         if look:
@@ -97,16 +97,28 @@ def settle(services: Services, search_id: int, most: int | None = None, look: bo
         if not taken:
             # Another process is telling the search (PostgreSQL). It may have read the
             # arrivals before this one's committed: look again shortly, until they are told.
-            if time.monotonic() > gives_up:
+            if not turn.waited():
                 return told  # left to the next result, a claim or the schedule
-            time.sleep(pause)
-            pause = min(2 * pause, _TAKEN_PAUSE_MAX_S)
     return told
 
 
-# A settle that finds its search held by another process looks again after a pause that
-# doubles up to the last, and gives up after the patience (the schedule tells what is left).
-_TAKEN_PAUSE_S, _TAKEN_PAUSE_MAX_S, _TAKEN_PATIENCE_S = 0.002, 0.05, 10.0
+class _Turn:
+    """Waiting for a search another process holds (PostgreSQL): a pause before each look
+    again, doubling up to the last, until the patience runs out (the schedule tells what is
+    left)."""
+
+    PAUSE_S, PAUSE_MAX_S, PATIENCE_S = 0.002, 0.05, 10.0
+
+    def __init__(self) -> None:
+        self.pause, self.gives_up = self.PAUSE_S, time.monotonic() + self.PATIENCE_S
+
+    def waited(self) -> bool:
+        """Pause before the next look; False, without pausing, once patience has run out."""
+        if time.monotonic() > self.gives_up:
+            return False
+        time.sleep(self.pause)
+        self.pause = min(2 * self.pause, self.PAUSE_MAX_S)
+        return True
 
 
 def propose_round(services: Services, search_id: int) -> None:
@@ -151,7 +163,7 @@ def _settle_around(services: Services, search_id: int, most: int | None) -> int:
     the rows. Each transaction also takes the next result to hear, up to `most` told."""
     told = 0
     heard: tuple[int, int, Engine | None, list[Candidate] | None, int] | None = None
-    pause, gives_up = _TAKEN_PAUSE_S, time.monotonic() + _TAKEN_PATIENCE_S
+    turn = _Turn()
     try:
         while True:
             written = False
@@ -173,13 +185,11 @@ def _settle_around(services: Services, search_id: int, most: int | None) -> int:
                         revision, arrival_id = search.revision, arrival.id
             if search is None:  # another process holds the search (PostgreSQL): as in settle
                 services.engines.held_elsewhere()
-                if time.monotonic() > gives_up:
-                    if heard is not None:
-                        services.engines.drop(search_id)  # it heard what no row says
-                    return told
-                time.sleep(pause)
-                pause = min(2 * pause, _TAKEN_PAUSE_MAX_S)
-                continue
+                if turn.waited():
+                    continue
+                if heard is not None:
+                    services.engines.drop(search_id)  # it heard what no row says
+                return told
             if written:  # committed: claims waiting for its proposals may take them
                 services.engines.round_written(search_id)
             if arrival is None:
