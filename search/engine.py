@@ -20,12 +20,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Self
 
 import numpy as np
+from numpy.typing import NDArray
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec, SearchSpace, parse_spec
 from archvocab.wire import Constraints, Population
 from search.errors import AlreadyTold, InvalidHistory, SearchError, UnknownCandidate
-from search.hypervolume import Normaliser, hypervolume
+from search.hypervolume import Normaliser, added_volume, hypervolume
 from search.objectives import Objectives
 from search.records import PENDING, Candidate, HistoryRecord, Outcome, PendingType
 
@@ -88,6 +89,9 @@ class Engine:
         # weakly dominates adds no volume, and members it pushes off were dominated
         self._front_volume_changes = 0
         self._front_volume: tuple[tuple[int, str], float] | None = None
+        # The last such change: the frontier before it (`minimised`) and the newcomer, so that
+        # the volume after it is the volume before plus what the newcomer adds
+        self._volume_step: tuple[NDArray, list[float]] | None = None
 
     # -- ask / tell ------------------------------------------------------------------------
     def ask(self, slots: int = 1) -> list[Candidate]:
@@ -222,6 +226,7 @@ class Engine:
             ).reshape(len(self._frontier), len(self.objectives))
             self._front_changes += 1
             self._front_volume_changes += 1
+            self._volume_step = None
         return list(self._frontier)
 
     def frontier_hypervolume(self, normaliser: Normaliser) -> float:
@@ -232,15 +237,21 @@ class Engine:
         same = normaliser.objectives == self.objectives  # else a projection: any change counts
         changes = self._front_volume_changes if same else self._front_changes
         key = (changes, json.dumps(normaliser.to_dict(), sort_keys=True))
-        if self._front_volume is None or self._front_volume[0] != key:
-            if same:
-                raw = self._front_values * self._objectives.signs  # `minimised` undone
-                points = normaliser.scale(raw)
-            else:
-                points = normaliser.points([self.objective_values(c.arch_id) for c in front])
+        cached = self._front_volume
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        signs = self._objectives.signs  # `minimised` undone by multiplying with them
+        if same and cached is not None and cached[0] == (changes - 1, key[1]) and self._volume_step:
+            before, newcomer = self._volume_step  # one newcomer since: add what it adds
+            scaled = normaliser.scale(np.vstack([before, newcomer]) * signs)
+            volume = cached[1] + added_volume(scaled[:-1], scaled[-1])
+        elif same:
+            volume = hypervolume(normaliser.scale(self._front_values * signs)) if front else 0.0
+        else:
+            points = normaliser.points([self.objective_values(c.arch_id) for c in front])
             volume = hypervolume(points) if front else 0.0
-            self._front_volume = (key, volume)
-        return self._front_volume[1]
+        self._front_volume = (key, volume)
+        return volume
 
     def _extend_frontier(self, candidate: Candidate, told: dict[str, float] | None) -> None:
         """Keep the cached frontier current with one more result, at the cost of the frontier
@@ -255,6 +266,7 @@ class Engine:
         joins, stays = self._objectives.extend_front(self._front_values, row)
         if joins and not (self._front_values <= row).all(axis=1).any():
             self._front_volume_changes += 1
+            self._volume_step = (self._front_values, row)
         if joins:  # in proposal order, where the newcomer's index falls among the kept
             kept = list(itertools.compress(self._frontier, stays))
             kept_order = self._front_order[stays]

@@ -76,6 +76,19 @@ def hypervolume(points: ArrayLike) -> float:
     return float(moocore.hypervolume(pts, ref=np.ones(pts.shape[1])))
 
 
+def added_volume(points: ArrayLike, point: ArrayLike) -> float:
+    """What `point` adds to the hypervolume of `points` (all normalised): its box up to the
+    reference less the part the points cover already, which is the volume of the points
+    each moved up to `point` where it is better. Cheaper than the volume of all the points
+    with it: most of the moved points are dominated and cost the 3-D sweep little."""
+    pts = np.asarray(points, dtype=float)
+    new = np.asarray(point, dtype=float)
+    if not (new < 1.0).all():
+        return 0.0
+    box = float(np.prod(1.0 - new))
+    return box - hypervolume(np.maximum(pts, new)) if len(pts) else box
+
+
 def contributions(front: ArrayLike) -> NDArray[np.float64]:
     """Each point's exclusive hypervolume contribution (0 outside the reference box).
 
@@ -104,16 +117,13 @@ def improvements(front: ArrayLike, candidates: ArrayLike) -> NDArray[np.float64]
     gains = np.zeros(len(cand))
     if len(cand) == 0:
         return gains
-    k = cand.shape[1]
-    base = hypervolume(base_pts) if len(base_pts) else 0.0
     useful = (cand < 1.0).all(axis=1)
     if len(base_pts):
         # Weakly dominated by the front: adds nothing, skip the volume computation.
         covered = (base_pts[None, :, :] <= cand[:, None, :]).all(axis=2).any(axis=1)
         useful &= ~covered
     for i in np.flatnonzero(useful):
-        joined = np.vstack([base_pts, cand[i]]) if len(base_pts) else cand[i : i + 1]
-        gains[i] = float(moocore.hypervolume(joined, ref=np.ones(k))) - base
+        gains[i] = added_volume(base_pts, cand[i])
     return np.maximum(gains, 0.0)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from search.hypervolume import (
     Normaliser,
+    added_volume,
     contributions,
     epsilon_gaps,
     hypervolume,
@@ -125,6 +126,21 @@ def test_improvements_are_the_added_volume() -> None:
                 assert gain == 0.0
             else:
                 assert gain > 0.0
+
+
+def test_the_added_volume_of_any_point_is_the_volume_it_adds() -> None:
+    """Also where the points are not mutually non-dominated, lie beyond the reference, or
+    dominate each other with the newcomer (what the engine hands in: its frontier within
+    the noise, and a newcomer that may push members off)."""
+    rng = np.random.default_rng(7)
+    for k in (2, 3):
+        for _ in range(20):
+            points = rng.uniform(-0.1, 1.2, size=(6, k))
+            point = rng.uniform(-0.1, 1.1, size=k)
+            expected = exact_hv([*points, point]) - exact_hv(points)
+            assert added_volume(points, point) == pytest.approx(expected, abs=1e-12)
+        assert added_volume(np.empty((0, k)), np.full(k, 0.5)) == pytest.approx(0.5**k)
+        assert added_volume(points, np.full(k, 1.0)) == 0.0
 
 
 def test_improvements_of_dominated_equal_and_outside_candidates_are_zero() -> None:

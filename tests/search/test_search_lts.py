@@ -24,7 +24,7 @@ from archvocab.errors import InvalidSpec
 from archvocab.wire import Constraints, Population
 from proxies.params import decoder_params
 from search import engine as engine_module
-from search.hypervolume import Normaliser, hypervolume
+from search.hypervolume import Normaliser, added_volume, hypervolume
 from search.noise import METRICS
 
 
@@ -184,7 +184,12 @@ def test_the_frontier_hypervolume_is_that_of_the_frontier_as_told(tolerance, mon
     )
     volumes, computed = [], []
     monkeypatch.setattr(
-        engine_module, "hypervolume", lambda points: computed.append(1) or hypervolume(points)
+        engine_module, "hypervolume", lambda points: computed.append("all") or hypervolume(points)
+    )
+    monkeypatch.setattr(  # a volume computed as the last one plus what a newcomer adds
+        engine_module,
+        "added_volume",
+        lambda points, point: computed.append("added") or added_volume(points, point),
     )
     while batch := engine.ask():
         for candidate in batch:
@@ -199,6 +204,8 @@ def test_the_frontier_hypervolume_is_that_of_the_frontier_as_told(tolerance, mon
     # dominates lies inside the reference box, so it moves the volume).
     moved = sum(a != b for a, b in pairwise(volumes)) + 1
     assert len(computed) == moved < len(volumes)
+    # After the first, each volume is the one before plus what its newcomer adds.
+    assert computed == ["all"] + ["added"] * (moved - 1)
 
 
 def test_a_tolerance_must_be_a_non_negative_number() -> None:
