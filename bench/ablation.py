@@ -1,7 +1,7 @@
 """Which parts of hwnas's strategy earn their keep: the strategy with one idea removed at a
 time, on the same replayed device and normalisation as `bench/search_efficiency.py`.
 
-Variants (all steady-state, 32 random initial samples):
+Variants (all steady-state, the default random initial design, `HWNAS_INITIAL`):
 - `hwnas`: as shipped (screening, optimism of one residual, parents by hypervolume
   contribution, steered by the benchmark's fixed normalisation);
 - `no-screening`: a pool of one offspring, so every bred candidate is measured (plain
@@ -23,11 +23,11 @@ import time
 from typing import Any
 
 from archvocab.spaces.gpt2.space import GPT2Space
-from archvocab.wire import Population
+from archvocab.wire import HWNAS_INITIAL, Population
 from bench.curve import Curve, first_reaching
 from bench.normalisation import OBJECTIVES, make_normaliser, score
 from bench.replay import DeviceReplay
-from bench.strategy_runs import HWNAS_INITIAL, run_engine, run_one
+from bench.strategy_runs import run_engine, run_one
 from search.hypervolume import Normaliser
 from search.strategies.hwnas import SteadyStateEngine
 

@@ -1,6 +1,6 @@
 """The tables bench/search_efficiency.py reads its curves into: hypervolume at equal
 measurement budgets, the measurements each strategy needs to reach a share of LTS's final
-hypervolume, hwnas against the Optuna peer, and hypervolume at equal device-hours."""
+hypervolume, hwnas against each Optuna peer, and hypervolume at equal device-hours."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bench.curve import first_reaching, hv_at_count, hv_at_seconds
 from bench.markdown_table import table
 from bench.medians import median_or_none, median_range
 
-CHECKPOINTS = (50, 100, 200, 300, 400, 600, 1000, 2000, 3000)
+CHECKPOINTS = (30, 50, 60, 100, 120, 200, 300, 400, 600, 1000, 2000, 3000)
 HOURS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 TARGET_SHARE = 0.99  # of LTS's hypervolume at its full budget
 
@@ -86,14 +86,14 @@ def target_lines(
     return lines
 
 
-def peer_lines(results: Results) -> tuple[list[str], bool]:
-    """(3) hwnas against the optuna peer at every checkpoint both reached; and whether hwnas's
-    median was ahead at each of them."""
-    hw, peer = results["hwnas"], results["optuna"]
+def peer_lines(results: Results, name: str) -> tuple[list[str], bool | None]:
+    """(3) hwnas against the peer `name` at every checkpoint both reached; and whether hwnas's
+    median was ahead at each of them (None: no checkpoint both reached)."""
+    hw, peer = results["hwnas"], results[name]
     both = min(min(len(r["hv"]) for r in hw), min(len(r["hv"]) for r in peer))
     rows = [_peer_row(hw, peer, count) for count in CHECKPOINTS if count <= both]
     lines = table(
-        ["measurements", "hwnas median", "optuna median", "ratio", "seeds won", "ahead"], rows
+        ["measurements", "hwnas median", f"{name} median", "ratio", "seeds won", "ahead"], rows
     )
     start = min(CHECKPOINTS)
     every = [
@@ -106,7 +106,7 @@ def peer_lines(results: Results) -> tuple[list[str], bool]:
             f"At every count from {start} to {both}: hwnas's median ahead at {sum(every)} of "
             f"{len(every)} counts.",
         ]
-    return lines, bool(rows) and all(row[-1] == "yes" for row in rows)
+    return lines, all(row[-1] == "yes" for row in rows) if rows else None
 
 
 def _peer_row(hw: list[dict], peer: list[dict], count: int) -> list[str]:

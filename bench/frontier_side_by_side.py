@@ -34,7 +34,7 @@ from search.hypervolume import Normaliser, hypervolume, improvements
 
 def lts_frontier(replay: DeviceReplay, norm: Normaliser, seed: int) -> list[dict]:
     """LTS's frontier after 3,000 replayed measurements: specs with their replayed values."""
-    engine = make_engine("lts", GPT2Space(), seed, 3000, norm)
+    engine = make_engine("lts", GPT2Space(), seed, 3000)
     while batch := engine.ask(1):
         for c in batch:
             got = replay.measure(c.spec)

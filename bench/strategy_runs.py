@@ -1,8 +1,9 @@
 """One search by each strategy against the replayed device, one measurement at a time (one
 agent), recorded as a hypervolume curve under the fixed normalisation (bench.normalisation):
 `lts` (LTS Algorithm 1 with the paper's population), `hwnas` (steady-state + surrogate
-screening, steered by the fixed normalisation), `nsga2` (pymoo's NSGA-II) and the peer
-`optuna` (Optuna's NSGA-II sampler, bench.peers.optuna_peer)."""
+screening, with its defaults and steered as the server steers it: nothing of the benchmark's
+yardstick handed in), `nsga2` (pymoo's NSGA-II) and the peers `optuna-nsga2`, `optuna-tpe`
+and `optuna-gp` (Optuna's samplers as their users write them, bench.peers.optuna_peer)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Any
 
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.spaces.gpt2.spec import GPT2Spec
-from archvocab.wire import NoiseSettings, Population
+from archvocab.wire import NoiseSettings, Population, SearchCreate
 from bench.curve import Curve
 from bench.normalisation import OBJECTIVES, score
-from bench.peers.optuna_peer import run_optuna_nsga2
+from bench.peers.optuna_peer import run_optuna
 from bench.replay import DeviceReplay
 from search.engine import Engine
 from search.hypervolume import Normaliser
@@ -22,18 +23,17 @@ from search.noise import steering_widths
 from search.strategies.hwnas import SteadyStateEngine
 from search.strategies.lts import LTSEngine
 from search.strategies.nsga2 import NSGA2Engine
+from server.services.quality import FIRST_RESULTS, fixed_from_first, initial_normalisation
 
-STRATEGIES = ("lts", "hwnas", "nsga2", "optuna")
-HWNAS_INITIAL = 32
+OPTUNA = {"optuna-nsga2": "nsga2", "optuna-tpe": "tpe", "optuna-gp": "gp"}  # -> sampler
+STRATEGIES = ("lts", "hwnas", "nsga2", *OPTUNA)
 PEER_POPULATION = 100
 # The noise hwnas's frontier allows for, as a search on this CPU class gets it
 # (server.services.engines).
 TOLERANCE = steering_widths("cpu", NoiseSettings().confidence)
 
 
-def make_engine(
-    strategy: str, space: GPT2Space, seed: int, budget: int, normaliser: Normaliser
-) -> Engine:
+def make_engine(strategy: str, space: GPT2Space, seed: int, budget: int) -> Engine:
     common: dict[str, Any] = {
         "objectives": OBJECTIVES,
         "scorer": score,
@@ -42,18 +42,19 @@ def make_engine(
     }
     if strategy == "lts":
         return LTSEngine(space, population=Population(), **common)
-    if strategy == "hwnas":
-        population = Population(initial=HWNAS_INITIAL)
-        return SteadyStateEngine(
-            space, population=population, normaliser=normaliser, tolerance=TOLERANCE, **common
-        )
+    if strategy == "hwnas":  # its defaults (SearchCreate's), its own normalisation
+        population = SearchCreate(strategy="hwnas").population
+        return SteadyStateEngine(space, population=population, tolerance=TOLERANCE, **common)
     if strategy == "nsga2":
         return NSGA2Engine(space, population=Population(initial=PEER_POPULATION), **common)
     raise ValueError(f"not an engine strategy: {strategy}")
 
 
-def run_engine(engine: Engine, replay: DeviceReplay, curve: Curve) -> None:
-    """Ask, measure one candidate at a time on the replayed device, tell, record."""
+def run_engine(
+    engine: Engine, replay: DeviceReplay, curve: Curve, steer: Steer | None = None
+) -> None:
+    """Ask, measure one candidate at a time on the replayed device, tell, record; with
+    `steer`, hand the engine the normalisation the server fixes after the first results."""
     while not engine.finished:
         batch = engine.ask(1)
         if not batch:
@@ -65,12 +66,33 @@ def run_engine(engine: Engine, replay: DeviceReplay, curve: Curve) -> None:
             told = {"latency_ms": got.latency_ms, "memory_mb": got.memory_mb}
             engine.tell(candidate.arch_id, told)
             curve.add({**candidate.proxies, **told}, got.wall_s, got.from_table)
+            if steer is not None:
+                steer.told(engine, {**candidate.proxies, **told})
 
 
-def run_optuna(
-    space: GPT2Space, replay: DeviceReplay, curve: Curve, seed: int, budget: int
-) -> None:
-    """The peer's search (its own ask/tell loop), recorded in `curve` in its order."""
+class Steer:
+    """What the server does for a search's engine (server.services.quality): once
+    `FIRST_RESULTS` measurements are in, the search's normalisation is fixed from them and
+    handed to the engine, which steered by its own adaptive one until then."""
+
+    def __init__(self, request: SearchCreate) -> None:
+        self._request = request
+        self._initial = initial_normalisation(request)
+        self._first: list[dict[str, float]] = []
+
+    def told(self, engine: Engine, values: dict[str, float]) -> None:
+        self._first.append(values)
+        if len(self._first) == FIRST_RESULTS:
+            fixed = fixed_from_first(self._initial, self._request, self._first)
+            objectives = self._request.objectives
+            engine.use_normaliser(Normaliser(objectives, fixed["ideal"], fixed["reference"]))
+
+
+def run_peer(
+    sampler: str, space: GPT2Space, replay: DeviceReplay, curve: Curve, seed: int, budget: int
+) -> int:
+    """A peer's search (its own ask/tell loop), recorded in `curve` in its order; the trials
+    it asked for that repeated an architecture it had measured."""
 
     def measure(spec: GPT2Spec) -> dict[str, float]:
         got = replay.measure(spec)
@@ -81,11 +103,18 @@ def run_optuna(
             "from_table": float(got.from_table),
         }
 
-    found = run_optuna_nsga2(
-        space, measure, score, budget=budget, seed=seed, population_size=PEER_POPULATION
+    run = run_optuna(
+        space,
+        measure,
+        score,
+        budget=budget,
+        seed=seed,
+        sampler=sampler,
+        population_size=PEER_POPULATION,
     )
-    for _, values in found:
+    for _, values in run.measured:
         curve.add(values, values["wall_s"], values["from_table"] > 0)
+    return run.repeats
 
 
 def run_one(
@@ -99,14 +128,18 @@ def run_one(
     """One search; its curve and the benchmark's own wall time for it."""
     curve = Curve(normaliser)
     start = time.perf_counter()
-    if strategy == "optuna":
-        run_optuna(space, replay, curve, seed, budget)
+    repeats = 0
+    if strategy in OPTUNA:
+        repeats = run_peer(OPTUNA[strategy], space, replay, curve, seed, budget)
     else:
-        run_engine(make_engine(strategy, space, seed, budget, normaliser), replay, curve)
+        engine = make_engine(strategy, space, seed, budget)
+        request = SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed)
+        run_engine(engine, replay, curve, Steer(request) if strategy == "hwnas" else None)
     return {
         "seed": seed,
         "budget": budget,
         "measurements": len(curve.hv),
+        "repeats": repeats,
         "from_table": curve.from_table,
         "wall_s": time.perf_counter() - start,
         "hv": [round(h, 6) for h in curve.hv],

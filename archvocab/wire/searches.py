@@ -72,8 +72,10 @@ class Population(Strict):
 
 STRATEGIES = ("lts", "nsga2", "hwnas", "layer_scaled")
 # hwnas screens offspring with cost models fitted on results: it needs only a small random
-# initial design, where LTS and NSGA-II start from a population of 100.
-HWNAS_INITIAL = 32
+# initial design, where LTS and NSGA-II start from a population of 100. Its models fit five
+# counts, so 8 results are the least they take; 10 reached more hypervolume at 30, 60 and
+# 120 measurements than 32 did, as much as 8 or 16 did (docs/benchmarks.md, issue 22).
+HWNAS_INITIAL = 10
 DEFAULT_BASELINE_LAYERS = tuple(range(1, 17))  # LTS: homogeneous layers in [1, 16]
 
 

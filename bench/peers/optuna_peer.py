@@ -1,10 +1,12 @@
-"""A peer baseline: Optuna's NSGA-II on LTS's GPT-2 decoder space.
+"""Peer baselines: Optuna's samplers on LTS's GPT-2 decoder space.
 
 The search-efficiency benchmark compares hwnas's strategies with off-the-shelf optimisers at
-equal measurement budgets. This module is one such peer: `optuna.samplers.NSGAIISampler`
-driven through Optuna's ask/tell interface on the same three objectives that hwnas's
-strategies optimise (maximise the analytic `decoder_params`, minimise the replayed device's
-`latency_ms` and `memory_mb`), written the way an Optuna user would write it.
+equal measurement budgets. This module drives Optuna's multi-objective samplers through its
+ask/tell interface on the same three objectives that hwnas's strategies optimise (maximise
+the analytic `decoder_params`, minimise the device's `latency_ms` and `memory_mb`), written
+the way an Optuna user would write it: `NSGAIISampler`, `TPESampler` (Optuna's default)
+and `GPSampler` (a Gaussian process with log expected hypervolume improvement), each with
+its default settings and the run's seed (`SAMPLERS`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import optuna
 
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.spaces.gpt2.spec import GPT2Spec
 
-__all__ = ["propose", "run_optuna_nsga2"]
+__all__ = ["SAMPLERS", "PeerRun", "propose", "run_optuna"]
 
 DIRECTIONS = ["maximize", "minimize", "minimize"]
 OBJECTIVES = ("decoder_params", "latency_ms", "memory_mb")
@@ -27,24 +30,60 @@ OBJECTIVES = ("decoder_params", "latency_ms", "memory_mb")
 MAX_TRIALS_PER_BUDGET = 50
 
 Measure = Callable[[GPT2Spec], Mapping[str, float]]
+
+
+@dataclass(frozen=True)
+class PeerRun:
+    """What a peer measured, in order, and how many trials it asked for: the trials that
+    repaired to an architecture measured already are `repeats`, told from the cache."""
+
+    measured: list[tuple[GPT2Spec, dict[str, float]]]
+    trials: int
+
+    @property
+    def repeats(self) -> int:
+        return self.trials - len(self.measured)
+
+
 Score = Callable[[GPT2Spec], Mapping[str, float]]
 
 
-def run_optuna_nsga2(
+def _nsga2(seed: int, population_size: int) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed)
+
+
+def _tpe(seed: int, population_size: int) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.TPESampler(seed=seed)
+
+
+def _gp(seed: int, population_size: int) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.GPSampler(seed=seed)
+
+
+# Sampler name -> its constructor (seed, population size: NSGA-II's only).
+SAMPLERS: dict[str, Callable[[int, int], optuna.samplers.BaseSampler]] = {
+    "nsga2": _nsga2,
+    "tpe": _tpe,
+    "gp": _gp,
+}
+
+
+def run_optuna(
     space: GPT2Space,
     measure: Measure,
     score: Score,
     *,
     budget: int,
     seed: int,
+    sampler: str = "nsga2",
     population_size: int = 100,
-) -> list[tuple[object, dict[str, float]]]:
-    """Run Optuna's NSGA-II for `budget` distinct measured architectures.
+) -> PeerRun:
+    """Run one of Optuna's samplers (`SAMPLERS`) for `budget` distinct measured architectures.
 
     space: archvocab.spaces.gpt2.space.GPT2Space; measure(spec) -> dict with 'latency_ms',
     'memory_mb' (and maybe more keys, kept); score(spec) -> dict with 'decoder_params' among others.
-    Returns [(spec, values)] in measurement order, one entry per DISTINCT architecture
-    measured, values = {**score(spec), **measure(spec)}.
+    Returns the run: [(spec, values)] in measurement order, one entry per DISTINCT
+    architecture measured, values = {**score(spec), **measure(spec)}, and the trials asked.
 
     The search space is define-by-run: n_layer, d_model, d_embed and div_val, then d_inner_i
     and n_head_i for each of the n_layer layers only. Optuna needs a parameter's distribution
@@ -53,7 +92,8 @@ def run_optuna_nsga2(
     >= d_inner_min_factor x d_model, n_head_i becomes the nearest head count dividing d_model
     (and d_model the nearest usable one, for spaces where some are not). Optuna's NSGA-II
     evolves only the parameters every trial has (its intersection search space), so genes of
-    layers deeper than the shallowest depth seen are drawn at random, as for any Optuna user.
+    layers deeper than the shallowest depth seen are drawn at random, as for any Optuna user;
+    TPE and the GP sampler do the same (they warn about it; the warnings are kept quiet).
 
     A proposal that repairs to an architecture already measured is told its cached values,
     not measured again and not counted against the budget. The loop stops early, returning
@@ -61,19 +101,25 @@ def run_optuna_nsga2(
     """
     if budget < 1:
         raise ValueError(f"budget must be >= 1, got {budget}")
-    results: list[tuple[object, dict[str, float]]] = []
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    results: list[tuple[GPT2Spec, dict[str, float]]] = []
+    trials = 0
     cache: dict[str, dict[str, float]] = {}
     verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(logging.WARNING)
+    optuna.logging.set_verbosity(logging.ERROR)  # not the samplers' fallback warnings
     try:
         with warnings.catch_warnings():
             # Optuna flags experimental features and upcoming changes with warnings; the
             # test suite turns warnings into errors, and none of them changes this run.
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             warnings.simplefilter("ignore", FutureWarning)
-            study = _make_study(seed, population_size)
+            study = optuna.create_study(  # no storage: Optuna keeps the study in memory
+                directions=DIRECTIONS, sampler=SAMPLERS[sampler](seed, population_size)
+            )
             for _ in range(MAX_TRIALS_PER_BUDGET * budget):
                 trial = study.ask()
+                trials += 1
                 spec = propose(trial, space)
                 values = cache.get(spec.arch_id)
                 if values is None:
@@ -85,13 +131,7 @@ def run_optuna_nsga2(
                     break
     finally:
         optuna.logging.set_verbosity(verbosity)
-    return results
-
-
-def _make_study(seed: int, population_size: int) -> optuna.Study:
-    sampler = optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed)
-    # No storage argument: Optuna keeps the study in memory.
-    return optuna.create_study(directions=DIRECTIONS, sampler=sampler)
+    return PeerRun(results, trials)
 
 
 def propose(trial: optuna.Trial, space: GPT2Space) -> GPT2Spec:

@@ -118,7 +118,17 @@ def _fix_from_results(session: Session, search: SearchRow) -> bool:
     if len(rows) < min(FIRST_RESULTS, request.budget.max_evaluations):
         return False
     first = [objective_values(r, request) for r in rows[:FIRST_RESULTS]]
-    norm = {k: dict(v) for k, v in (search.normalisation or {}).items()}
+    search.normalisation = fixed_from_first(search.normalisation or {}, request, first)
+    return True
+
+
+def fixed_from_first(
+    normalisation: dict, request: SearchCreate, first: list[dict[str, float | None]]
+) -> dict:
+    """`initial_normalisation` with every reference it left open fixed from the objective
+    values of the first measurements: a hardware objective's at twice the largest; another's
+    one range past the worst (and its ideal, if open, one range past the best)."""
+    norm = {k: dict(v) for k, v in normalisation.items()}
     for name in request.objectives:
         if name in norm["reference"]:
             continue
@@ -134,8 +144,7 @@ def _fix_from_results(session: Session, search: SearchRow) -> bool:
             norm["ideal"].setdefault(name, lo - span)
             norm["reference"][name] = hi + span
         norm["source"][name] = f"first {FIRST_RESULTS} measurements"
-    search.normalisation = norm
-    return True
+    return norm
 
 
 def _backfill(session: Session, search: SearchRow) -> None:

@@ -7,10 +7,11 @@ import random
 
 import moocore
 import numpy as np
+import pytest
 
 from archvocab.spaces.gpt2.space import GPT2Space, IntRange
 from archvocab.spaces.gpt2.spec import GPT2Spec
-from bench.peers.optuna_peer import run_optuna_nsga2
+from bench.peers.optuna_peer import MAX_TRIALS_PER_BUDGET, SAMPLERS, PeerRun, run_optuna
 from proxies.params import decoder_params, total_params
 
 # Small enough to stay fast, large enough (millions of members) that repeats are rare.
@@ -54,7 +55,7 @@ def ids(results: list[tuple[object, dict[str, float]]]) -> list[str]:
 
 
 def test_budget_distinct_members_with_all_objectives() -> None:
-    results = run_optuna_nsga2(SMALL, measure, score, budget=120, seed=0, population_size=30)
+    results = run_optuna(SMALL, measure, score, budget=120, seed=0, population_size=30).measured
     assert len(results) == 120
     assert len(set(ids(results))) == 120
     for spec, values in results:
@@ -66,7 +67,7 @@ def test_budget_distinct_members_with_all_objectives() -> None:
 def test_same_seed_same_sequence_other_seed_other_sequence() -> None:
     def run(seed: int) -> list[str]:
         return ids(
-            run_optuna_nsga2(SMALL, measure, score, budget=60, seed=seed, population_size=20)
+            run_optuna(SMALL, measure, score, budget=60, seed=seed, population_size=20).measured
         )
 
     assert run(3) == run(3)
@@ -82,9 +83,34 @@ def test_repeats_are_not_measured_again_and_the_loop_ends() -> None:
         calls.append(spec.arch_id)
         return measure(spec)
 
-    results = run_optuna_nsga2(TINY, counting_measure, score, budget=10, seed=0, population_size=4)
-    assert len(results) == 4
-    assert sorted(calls) == sorted(set(calls)) == sorted(ids(results))
+    run = run_optuna(TINY, counting_measure, score, budget=10, seed=0, population_size=4)
+    assert len(run.measured) == 4
+    assert sorted(calls) == sorted(set(calls)) == sorted(ids(run.measured))
+    assert run.trials == MAX_TRIALS_PER_BUDGET * 10 and run.repeats == run.trials - 4
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "gp"])
+def test_the_other_samplers_measure_distinct_members_by_their_seed(sampler: str) -> None:
+    """TPE and the GP sampler as their users get them: default settings, the run's seed.
+    (Both model only after 10 random trials, and a GP trial costs seconds here: 11.)"""
+
+    def run(seed: int) -> PeerRun:
+        return run_optuna(SMALL, measure, score, budget=11, seed=seed, sampler=sampler)
+
+    first = run(1)
+    assert len(first.measured) == len(set(ids(first.measured))) == 11
+    for spec, values in first.measured:
+        SMALL.check_member(spec)
+        assert values == {**score(spec), **measure(spec)}
+    assert ids(run(1).measured) == ids(first.measured)
+    assert ids(run(2).measured) != ids(first.measured)
+
+
+def test_samplers_are_told_apart_and_an_unknown_one_is_refused() -> None:
+    runs = {s: run_optuna(SMALL, measure, score, budget=11, seed=0, sampler=s) for s in SAMPLERS}
+    assert len({ids(r.measured)[-1] for r in runs.values()}) == len(SAMPLERS)
+    with pytest.raises(ValueError, match="nsga2, tpe, gp"):
+        run_optuna(SMALL, measure, score, budget=5, seed=0, sampler="cmaes")
 
 
 def test_later_generations_dominate_more_hypervolume() -> None:
@@ -92,7 +118,7 @@ def test_later_generations_dominate_more_hypervolume() -> None:
     than the first 100 (the initial random population and its first offspring). Uniform
     random sampling has no such drift: with this setup its ratio stayed below 1.0 for each of
     seeds 0-9, NSGA-II's lay between 1.02 and 1.10."""
-    results = run_optuna_nsga2(SMALL, measure, score, budget=300, seed=0, population_size=30)
+    results = run_optuna(SMALL, measure, score, budget=300, seed=0, population_size=30).measured
     # Every objective minimised, then scaled to [0, 1] over all 300 so none dominates the volume.
     points = np.array([[-v["decoder_params"], v["latency_ms"], v["memory_mb"]] for _, v in results])
     low, high = points.min(axis=0), points.max(axis=0)

@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 
 from archvocab.registry import parse_space
+from archvocab.wire import SearchCreate
 from bench import search_efficiency as se
 from bench.curve import Curve
 from bench.efficiency_tables import TARGET_SHARE
 from bench.normalisation import extremes, make_normaliser, score
 from bench.replay import DeviceReplay
-from bench.strategy_runs import STRATEGIES
+from bench.strategy_runs import STRATEGIES, Steer, make_engine
 from proxies.params import decoder_params
 from search.hypervolume import hypervolume
+from server.services.quality import FIRST_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +38,9 @@ def test_every_strategy_and_seed_ran_to_its_budget(quick: tuple[dict, str]) -> N
         "lts": se.QUICK["budget_lts"],
         "hwnas": se.QUICK["budget_hwnas"],
         "nsga2": se.QUICK["budget_peers"],
-        "optuna": se.QUICK["budget_peers"],
+        "optuna-nsga2": se.QUICK["budget_peers"],
+        "optuna-tpe": se.QUICK["budget_tpe"],
+        "optuna-gp": se.QUICK["budget_gp"],
     }
     assert payload["budgets"] == budgets
     assert set(payload["results"]) == set(STRATEGIES)
@@ -63,15 +67,34 @@ def test_report_has_targets_and_the_fixed_normalisation(quick: tuple[dict, str])
     payload, _ = quick
     report = "\n".join(payload["report"])
     assert "fixed normalisation shared by every strategy" in report
-    assert sum(line.startswith(("PASS:", "FAIL:")) for line in payload["report"]) == 3
+    verdicts = [line for line in payload["report"] if line.startswith(("PASS:", "FAIL:"))]
     assert "with noise control's measurements (a reference reading every 5 jobs)" in report
+    # Issue 22's: 99% of LTS within 60 and within half the best peer's count; at 30 the best
+    # peer's at 60; at 60 above every peer (the quick run's hwnas stops at 60: not at 120).
+    for words in (
+        "within 60 measurements",
+        "within half the measurements of the best peer",
+        "hwnas at 30 measurements",
+        "at 60 measurements hwnas's median",
+    ):
+        assert sum(words in line for line in verdicts) == 1, words
+    assert not any("at 120 measurements" in line for line in verdicts)
+    summary = payload["summary"]
     assert {
         "reach",
         "reach_100",
-        "ahead_of_peer",
+        "ahead_of_peers",
         "target_measurements",
         "target_measurements_with_noise",
-    } <= set(payload["summary"])
+        "target_fewer",
+        "target_half_of_best_peer",
+        "target_early",
+        "target_above_peers",
+    } <= set(summary)
+    # A peer verdict only where hwnas and the peer share a checkpoint (the GP stops at 12).
+    assert summary["ahead_of_peers"]["optuna-gp"] is None
+    assert not any("optuna-gp's" in line for line in verdicts)
+    assert len(verdicts) == 8
     for where in ("table", "interpolated"):
         assert set(payload["summary"]["linearity"][where]) == {"latency_ms", "memory_mb"}
     ideal, reference = payload["normaliser"]["ideal"], payload["normaliser"]["reference"]
@@ -141,3 +164,31 @@ def test_the_documented_command_runs_as_a_script(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "### Targets" in done.stdout
     assert set(json.loads(out.read_text())["results"]) == {"lts", "hwnas"}
+
+
+def test_hwnas_is_steered_as_the_server_steers_it() -> None:
+    """Not by the benchmark's yardstick: by its own normalisation until the first results
+    are in, then by the one the server fixes from them (latency and memory at twice the
+    largest of the first ten, decoder_params over a sample of the space)."""
+    replay = DeviceReplay.load()
+    space = parse_space(replay.space or {})
+    engine = make_engine("hwnas", space, 0, 20)
+    assert engine._fixed_normaliser is None
+    told: list[dict[str, float]] = []
+    steer = Steer(SearchCreate(strategy="hwnas", space=space.to_dict(), seed=0))
+    while batch := engine.ask(1):
+        for candidate in batch:
+            got = replay.measure(candidate.spec)
+            values = {"latency_ms": got.latency_ms, "memory_mb": got.memory_mb}
+            engine.tell(candidate.arch_id, values)
+            told.append(values)
+            steer.told(engine, {**candidate.proxies, **values})
+            assert (engine._fixed_normaliser is None) == (len(told) < FIRST_RESULTS)
+    fixed = engine._fixed_normaliser.to_dict()
+    for metric in ("latency_ms", "memory_mb"):
+        assert fixed["ideal"][metric] == 0
+        largest = max(v[metric] for v in told[:FIRST_RESULTS])
+        assert fixed["reference"][metric] == pytest.approx(2 * largest)
+    yardstick = make_normaliser(replay, space).to_dict()
+    assert fixed["reference"]["decoder_params"] > yardstick["reference"]["decoder_params"]
+    assert fixed["ideal"]["decoder_params"] < yardstick["ideal"]["decoder_params"]
