@@ -183,8 +183,8 @@ def fewer_lines(
 ) -> list[str]:
     """Issue 22's replayed targets on measurements: hwnas reaches 99% of LTS's final
     hypervolume within `FEWER_BUDGET` measurements, and within half the measurements the
-    best peer needs (the one needing the fewest; one that never gets there within its budget
-    counts as needing more, so half of it is not known: FAIL unless another peer does)."""
+    best peer needs (the one needing the fewest; one that does not get there within its
+    budget on most seeds needs more than its budget)."""
     median = reach["hwnas"]["median_count"]
     ok = median is not None and median <= FEWER_BUDGET
     summary["target_fewer"] = ok
@@ -193,20 +193,28 @@ def fewer_lines(
         f"{'PASS' if ok else 'FAIL'}: hwnas reaches {TARGET_SHARE:.0%} of LTS's hypervolume at "
         f"{args.budget_lts} within {FEWER_BUDGET} measurements (median over seeds: {got})"
     ]
-    needs = {name: reach[name]["median_count"] for name in OPTUNA if name in reach}
-    reached = {name: count for name, count in needs.items() if count is not None}
+    budgets = {
+        "optuna-nsga2": args.budget_peers,
+        "optuna-tpe": args.budget_tpe,
+        "optuna-gp": args.budget_gp,
+    }
+    # What each peer needs: its median count, or more than its budget if it did not get
+    # there on most seeds (a lower bound, which is all that half of it needs).
+    needs = {
+        name: (reach[name]["median_count"] or budgets[name], reach[name]["median_count"] is None)
+        for name in OPTUNA
+        if name in reach
+    }
     if needs:
-        best = min(reached, key=reached.__getitem__) if reached else None
-        ok = best is not None and median is not None and median <= reached[best] / 2
+        best = min(needs, key=lambda name: needs[name][0])
+        count, beyond = needs[best]
+        ok = median is not None and median <= count / 2
         summary["target_half_of_best_peer"] = ok
-        peer_got = (
-            "no peer got there within its budget"
-            if best is None
-            else (f"the best peer, {best}, needs {reached[best]:g}")
-        )
+        peer_got = f"more than its budget of {count:g}" if beyond else f"{count:g}"
         lines.append(
             f"{'PASS' if ok else 'FAIL'}: hwnas gets there within half the measurements of the "
-            f"best peer ({peer_got}; hwnas {got})"
+            f"best peer (the fewest any peer needs, as far as its budget shows: {best}, "
+            f"{peer_got}; hwnas {got})"
         )
     return lines
 

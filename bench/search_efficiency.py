@@ -28,6 +28,8 @@ hwnas against each peer, and PASS/FAIL for the targets; `--json` writes every cu
         [--table bench/data/device_table_gpt2_cpu.json] [--quick]
 
 `--space` overrides settings of the table's space (the replay interpolates any member).
+`--report-from RUN.json` prints the report of a run saved by `--json` again, without running
+it (given that run's other options).
 
 The script is this command line; its parts: bench.normalisation (objectives, scorer, fixed
 normalisation), bench.strategy_runs (one search per strategy), bench.curve (the hypervolume
@@ -89,6 +91,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--table", type=Path, default=DEFAULT_TABLE)
     parser.add_argument("--json", type=Path, default=None, help="write every curve here")
     parser.add_argument(
+        "--report-from",
+        type=Path,
+        default=None,
+        help="print the report of a run saved by --json (give that run's other options)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help=f"smoke-test defaults instead: {QUICK}"
     )
     args = parser.parse_args(argv)
@@ -139,8 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     replay = DeviceReplay.load(args.table)
     space = parse_space({**(replay.space or {}), **args.space})
     normaliser = make_normaliser(replay, space)
-    results = run_all(args, space, replay, normaliser, lambda s: print(s, file=sys.stderr))
-    wall_s = time.perf_counter() - started
+    if args.report_from is not None:  # the same command's saved curves, reported again
+        saved = json.loads(args.report_from.read_text())
+        command, wall_s, results = saved["command"], saved["wall_s"], saved["results"]
+    else:
+        results = run_all(args, space, replay, normaliser, lambda s: print(s, file=sys.stderr))
+        wall_s = time.perf_counter() - started
     lines, summary = report(args, replay, space, results, normaliser, command, wall_s)
     print("\n".join(lines))
     if args.json is not None:

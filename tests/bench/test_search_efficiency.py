@@ -192,3 +192,12 @@ def test_hwnas_is_steered_as_the_server_steers_it() -> None:
     yardstick = make_normaliser(replay, space).to_dict()
     assert fixed["reference"]["decoder_params"] > yardstick["reference"]["decoder_params"]
     assert fixed["ideal"]["decoder_params"] < yardstick["ideal"]["decoder_params"]
+
+
+def test_a_saved_run_is_reported_again_without_running(
+    quick: tuple[dict, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload, path = quick
+    monkeypatch.setattr(se, "run_all", lambda *a, **k: pytest.fail("ran the searches again"))
+    assert se.main(["--quick", "--report-from", path]) == 0
+    assert capsys.readouterr().out.splitlines() == payload["report"]
