@@ -132,9 +132,10 @@ def run_one(
     if strategy in OPTUNA:
         repeats = run_peer(OPTUNA[strategy], space, replay, curve, seed, budget)
     else:
-        engine = make_engine(strategy, space, seed, budget)
-        request = SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed)
-        run_engine(engine, replay, curve, Steer(request) if strategy == "hwnas" else None)
+        steer = None
+        if strategy == "hwnas":  # steered as the server steers a search of this space
+            steer = Steer(SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed))
+        run_engine(make_engine(strategy, space, seed, budget), replay, curve, steer)
     return {
         "seed": seed,
         "budget": budget,
