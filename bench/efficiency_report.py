@@ -10,14 +10,15 @@ from typing import Any
 
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import NoiseSettings
-from bench.curve import hv_at_count
 from bench.efficiency_tables import (
     TARGET_SHARE,
     Results,
     device_lines,
     equal_budget_table,
     lts_levels,
+    median_at,
     peer_lines,
+    seeds_won,
     target_lines,
     target_reach,
 )
@@ -66,7 +67,7 @@ def report(
     lines += ["", "### Hypervolume at equal device-hours (median (min-max) over seeds)", ""]
     lines += device_lines(results, reach)
     lines += ["", "### Targets", ""]
-    lines += target_verdicts(args, reach, summary)
+    lines += target_verdicts(args, results, reach, summary)
     if "hwnas" in results:
         lines += peer_budget_lines(results, summary)
     runs = ", ".join(
@@ -145,7 +146,10 @@ def reach_lines(
 
 
 def target_verdicts(
-    args: argparse.Namespace, reach: dict[str, Any] | None, summary: dict[str, Any]
+    args: argparse.Namespace,
+    results: Results,
+    reach: dict[str, Any] | None,
+    summary: dict[str, Any],
 ) -> list[str]:
     """PASS/FAIL: hwnas reaches 99% of LTS within 20% of its measurements (without and with
     noise control's own), and stays ahead of the peer."""
@@ -174,12 +178,12 @@ def target_verdicts(
             "every equal budget checked"
         )
     if reach is not None and "hwnas" in reach:
-        lines += fewer_lines(args, reach, summary)
+        lines += fewer_lines(args, results, reach, summary)
     return lines
 
 
 def fewer_lines(
-    args: argparse.Namespace, reach: dict[str, Any], summary: dict[str, Any]
+    args: argparse.Namespace, results: Results, reach: dict[str, Any], summary: dict[str, Any]
 ) -> list[str]:
     """Issue 22's replayed targets on measurements: hwnas reaches 99% of LTS's final
     hypervolume within `FEWER_BUDGET` measurements, and within half the measurements the
@@ -193,11 +197,7 @@ def fewer_lines(
         f"{'PASS' if ok else 'FAIL'}: hwnas reaches {TARGET_SHARE:.0%} of LTS's hypervolume at "
         f"{args.budget_lts} within {FEWER_BUDGET} measurements (median over seeds: {got})"
     ]
-    budgets = {
-        "optuna-nsga2": args.budget_peers,
-        "optuna-tpe": args.budget_tpe,
-        "optuna-gp": args.budget_gp,
-    }
+    budgets = {name: results[name][0]["budget"] for name in OPTUNA if name in results}
     # What each peer needs: its median count, or more than its budget if it did not get
     # there on most seeds (a lower bound, which is all that half of it needs).
     needs = {
@@ -227,10 +227,6 @@ def peer_budget_lines(results: Results, summary: dict[str, Any]) -> list[str]:
     hw = results["hwnas"]
     lines = []
 
-    def median_at(runs: list[dict], count: int) -> float | None:
-        values = [hv_at_count(run, count) for run in runs]
-        return None if None in values else statistics.median(values)
-
     first = {name: median_at(results[name], BUDGETS[0]) for name in peers}
     first = {name: hv for name, hv in first.items() if hv is not None}
     early = median_at(hw, EARLY)
@@ -248,7 +244,7 @@ def peer_budget_lines(results: Results, summary: dict[str, Any]) -> list[str]:
         theirs = {name: hv for name, hv in theirs.items() if hv is not None}
         if ours is None or not theirs:
             continue
-        wins = {name: _wins(hw, results[name], count) for name in theirs}
+        wins = {name: seeds_won(hw, results[name], count) for name in theirs}
         ok = all(ours > hv for hv in theirs.values()) and all(
             won >= WIN_SHARE * of for won, of in wins.values()
         )
@@ -262,18 +258,6 @@ def peer_budget_lines(results: Results, summary: dict[str, Any]) -> list[str]:
             f"is above every peer's, winning at least {WIN_SHARE:.0%} of the seeds: {each}"
         )
     return lines
-
-
-def _wins(ours: list[dict], theirs: list[dict], count: int) -> tuple[int, int]:
-    """Seeds where our hypervolume at `count` is above theirs, of the seeds both ran."""
-    by_seed = {run["seed"]: run for run in theirs}
-    pairs = [
-        (hv_at_count(run, count), hv_at_count(by_seed[run["seed"]], count))
-        for run in ours
-        if run["seed"] in by_seed
-    ]
-    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-    return sum(a > b for a, b in pairs), len(pairs)
 
 
 def noise_cost_lines(

@@ -109,15 +109,28 @@ def peer_lines(results: Results, name: str) -> tuple[list[str], bool | None]:
     return lines, all(row[-1] == "yes" for row in rows) if rows else None
 
 
+def median_at(runs: list[dict], count: int) -> float | None:
+    """The median over runs of the hypervolume at `count`; None if a run stopped before."""
+    values = [hv_at_count(run, count) for run in runs]
+    return None if None in values else statistics.median(values)
+
+
+def seeds_won(ours: list[dict], theirs: list[dict], count: int) -> tuple[int, int]:
+    """Seeds where our hypervolume at `count` is above theirs, of the seeds both reached."""
+    by_seed = {run["seed"]: run for run in theirs}
+    pairs = [
+        (hv_at_count(run, count), hv_at_count(by_seed[run["seed"]], count))
+        for run in ours
+        if run["seed"] in by_seed
+    ]
+    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+    return sum(a > b for a, b in pairs), len(pairs)
+
+
 def _peer_row(hw: list[dict], peer: list[dict], count: int) -> list[str]:
-    by_seed = {run["seed"]: run for run in peer}
     ours = statistics.median(hv_at_count(run, count) for run in hw)
     theirs = statistics.median(hv_at_count(run, count) for run in peer)
-    wins = sum(
-        hv_at_count(run, count) > hv_at_count(by_seed[run["seed"]], count)
-        for run in hw
-        if run["seed"] in by_seed
-    )
+    wins = seeds_won(hw, peer, count)[0]
     return [
         str(count),
         f"{ours:.4f}",
