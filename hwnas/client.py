@@ -42,6 +42,7 @@ from archvocab.wire import (
     SearchPoints,
     SearchReport,
     SpaceKindInfo,
+    SpecForm,
     error_from,
 )
 from archvocab.wire import ApiError as ApiError  # re-exported: users catch it from here
@@ -249,11 +250,16 @@ class Client:
         return [CandidateInfo.model_validate(c) for c in data]
 
     def points(
-        self, search_id: int, after: int = 0, frontier_since: str | None = None
+        self,
+        search_id: int,
+        after: int = 0,
+        frontier_since: str | None = None,
+        spec: SpecForm = "full",
     ) -> SearchPoints:
         """Every told result as one compact table (only those numbered after `after`), and the
-        frontier (only what changed since the `frontier_token` given as `frontier_since`)."""
-        params: dict[str, Any] = {"after": after}
+        frontier (only what changed since the `frontier_token` given as `frontier_since`);
+        each row's spec as its plain data, or (`spec="summary"`) as one line."""
+        params: dict[str, Any] = {"after": after, "spec": spec}
         if frontier_since is not None:
             params["frontier_since"] = frontier_since
         data = self._call("GET", f"/searches/{search_id}/points", params=params)

@@ -1,6 +1,6 @@
 """How `hwnas search pareto` and `hwnas search pick` ask and show: their flags as the query of
 /pareto and /pick, the frontier as a table, a pick with the points around it, and the
-number and spec formats the other `hwnas search` commands share."""
+number formats the other `hwnas search` commands share."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from archvocab.summary import spec_summary
 from archvocab.wire import CandidateInfo, FrontierPick, PickNeighbour
 
 CAPTION = escape(
@@ -118,18 +119,3 @@ def number(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-
-
-def spec_summary(spec: dict[str, Any]) -> str:
-    """The fields that say most about a spec's shape, lists shortened to their range."""
-    parts = []
-    for key, value in spec.items():
-        if key in ("kind", "vocab_size", "n_positions", "cutoffs", "tgt_len", "mem_len"):
-            continue
-        if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
-            lo, hi = min(value), max(value)
-            value = lo if lo == hi else f"{lo}..{hi}"
-        elif isinstance(value, list | dict):
-            continue
-        parts.append(f"{key}={value}")
-    return " ".join(parts)

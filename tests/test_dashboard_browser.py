@@ -100,6 +100,7 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
         candidates = api.get(f"/api/v1/searches/{search_id}/candidates").json()
         final = api.get(f"/api/v1/searches/{search_id}").json()
         api_noise = final["noise"]
+        trace = api.get(f"/api/v1/searches/{search_id}/hypervolume").json()["points"]
     assert first == ("running", "0")  # the page saw the search start and caught up by itself
     measured = [c for c in candidates if c["status"] == "measured"]
     # The frontier beyond noise holds the nominal one and what the noise cannot separate
@@ -129,9 +130,20 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
     assert busy == str(api_noise["busy_results"])
     remeasured = browser.find_element("css selector", "#remeasured").text
     assert remeasured == str(final["progress"]["remeasured"])
-    # Every result has its hypervolume, also those told before the normalisation was fixed.
-    hv = browser.execute_script("return document.querySelector('#plot-hypervolume').data[0].x")
-    assert hv == list(range(1, BUDGET + 1))
+    # Every result has its hypervolume, also those told before the normalisation was fixed;
+    # the step line is drawn from the results where it changed, and the last.
+    volumes = {p["results"]: p["hypervolume"] for p in trace}
+    assert sorted(volumes) == list(range(1, BUDGET + 1))
+    drawn = browser.execute_script(
+        "const t = document.querySelector('#plot-hypervolume').data[0]; return [t.x, t.y];"
+    )
+    changed = [r for r in range(1, BUDGET + 1) if r == 1 or volumes[r] != volumes[r - 1]]
+    assert drawn[0] == sorted({*changed, BUDGET})
+    steps = dict(zip(*drawn, strict=True))
+    held = None
+    for result in range(1, BUDGET + 1):
+        held = steps.get(result, held)
+        assert held == pytest.approx(volumes[result])
     rows = browser.find_elements("css selector", "#table tbody tr")
     assert sorted(r.get_attribute("data-arch") for r in rows) == sorted(
         c["arch_id"] for c in candidates

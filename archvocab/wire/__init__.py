@@ -59,7 +59,7 @@ from archvocab.wire.measurement import (
     ReferenceReading,
     Runtime,
 )
-from archvocab.wire.points import BASE_COLUMNS, SearchPoints
+from archvocab.wire.points import BASE_COLUMNS, SearchPoints, SpecForm
 from archvocab.wire.proxies import (
     ProxyAgreement,
     ProxyCheck,
@@ -174,6 +174,7 @@ __all__ = [
     "SpaceKindInfo",
     "SpecCheck",
     "SpecChecked",
+    "SpecForm",
     "Strict",
     "TrainedResult",
     "bound_name",

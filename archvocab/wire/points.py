@@ -8,14 +8,14 @@ values under `columns`, and can be read incrementally (`after`: the last result 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from archvocab.wire.base import Strict
 
 # Columns every table has, in this order; the search's proxy objective follows if it is not
-# one of them, then "spec" (the architecture's plain data, for hover and the table).
+# one of them, then "spec" (the architecture's plain data) or "summary" (it in one line).
 BASE_COLUMNS = (
     "arch_id",
     "result",  # the result's number within the search: 1, 2, ... in the order they came in
@@ -30,6 +30,11 @@ BASE_COLUMNS = (
     "hypervolume",  # the measured frontier's normalised hypervolume after this result
     "agent_id",
 )
+
+
+# How /points gives each row's architecture: its plain data under "spec", or one line under
+# "summary" (archvocab.summary: a quarter of the bytes, for tables and hovers).
+SpecForm = Literal["full", "summary"]
 
 
 class SearchPoints(Strict):

@@ -19,6 +19,7 @@ from archvocab.wire import (
     SearchInfo,
     SearchPoints,
     SearchReport,
+    SpecForm,
 )
 from server.api.deps import Reader, SearchId, User, server_url, services_of
 from server.api.encoded import encoded, encoded_candidates
@@ -126,10 +127,13 @@ def get_points(
     request: Request,
     after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
     frontier_since: Annotated[str | None, Query(max_length=64)] = None,
+    spec: SpecForm = "full",
 ) -> Response:
     """Every told result as one compact table, and the frontier; `after` reads only newer
-    results, `frontier_since` (a `frontier_token` read before) only the frontier's changes."""
-    return encoded(points.search_points(services_of(request), search_id, after, frontier_since))
+    results, `frontier_since` (a `frontier_token` read before) only the frontier's changes,
+    `spec=summary` each architecture in one line instead of its plain data."""
+    services = services_of(request)
+    return encoded(points.search_points(services, search_id, after, frontier_since, spec))
 
 
 @router.get(

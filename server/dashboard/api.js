@@ -50,22 +50,6 @@ export function fmt(value, digits = 3) {
   return Number(value.toPrecision(digits)).toString();
 }
 
-// The fields that say most about a spec's shape; per-layer lists shortened to their range.
-const QUIET = new Set(["kind", "vocab_size", "n_positions", "cutoffs", "tgt_len", "mem_len"]);
-export function specSummary(spec) {
-  const parts = [];
-  for (const [key, value] of Object.entries(spec || {})) {
-    if (QUIET.has(key)) continue;
-    if (Array.isArray(value) && value.every((v) => typeof v === "number")) {
-      const lo = Math.min(...value), hi = Math.max(...value);
-      parts.push(`${key}=${lo === hi ? lo : `${lo}..${hi}`}`);
-    } else if (typeof value !== "object" || value === null) {
-      parts.push(`${key}=${value}`);
-    }
-  }
-  return parts.join(" ");
-}
-
 export function ago(iso) {
   const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
   if (seconds < 90) return `${Math.round(seconds)} s ago`;

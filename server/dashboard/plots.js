@@ -160,7 +160,16 @@ export function cube(div, axes, data) {
 }
 
 export function convergence(div, rows) {
-  const told = rows.filter((r) => r.hypervolume !== null);
+  // A step line ("hv") needs only the results where the volume changed, and the last one
+  // (the line runs on to it): the same line from a few thousand points, not every result.
+  const told = [];
+  let held = null;
+  for (const r of rows) {
+    if (r.hypervolume === null) continue;
+    held = told.length && r.hypervolume === told[told.length - 1].hypervolume ? r : null;
+    if (!held) told.push(r);
+  }
+  if (held) told.push(held);
   const trace = {
     name: "hypervolume",
     type: told.length > LARGE ? "scattergl" : "scatter",
@@ -180,3 +189,4 @@ export function convergence(div, rows) {
   };
   return Plotly.react(div, [trace], layout, CONFIG);
 }
+

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from archvocab.wire import BASE_COLUMNS, JobStatus, SearchPoints
+from archvocab.wire import BASE_COLUMNS, JobStatus, SearchPoints, SpecForm
 from server.services.context import Services
 from server.services.results import ResultTable, Told
 from server.services.searches import census
@@ -13,8 +13,15 @@ from server.store.store import get_search
 
 
 def search_points(
-    services: Services, search_id: int, after: int = 0, frontier_since: str | None = None
+    services: Services,
+    search_id: int,
+    after: int = 0,
+    frontier_since: str | None = None,
+    spec: SpecForm = "full",
 ) -> SearchPoints:
+    """The table's rows after `after`, with each row's spec as its plain data (`full`) or as
+    one line (`summary`: a quarter of the bytes, what the dashboard shows), and the frontier
+    (what changed since `frontier_since`, when given)."""
     with services.store.read() as session:
         search = get_search(session, search_id)
         table = services.results.get(session, search)
@@ -41,8 +48,8 @@ def search_points(
         search_id=search_id,
         status=status,
         objectives=list(request.objectives),
-        columns=[*BASE_COLUMNS, *extra, "spec"],
-        rows=[_row(t, extra) for t in new],
+        columns=[*BASE_COLUMNS, *extra, "spec" if spec == "full" else "summary"],
+        rows=[_row(t, extra, spec) for t in new],
         after=after,
         last=rows[end - 1].seq if end else 0,
         **frontier,
@@ -69,7 +76,7 @@ def _frontier_fields(table: ResultTable, members: list[Told]) -> dict[str, Any]:
     }
 
 
-def _row(t: Told, extra: list[str]) -> list[Any]:
+def _row(t: Told, extra: list[str], spec: SpecForm) -> list[Any]:
     v = t.values
     return [
         t.arch_id,
@@ -85,5 +92,5 @@ def _row(t: Told, extra: list[str]) -> list[Any]:
         t.hypervolume,
         t.agent_id,
         *(v[name] for name in extra),
-        t.spec,
+        t.spec if spec == "full" else t.summary,
     ]

@@ -8,6 +8,7 @@ tables are read from the rows and kept per process: server.services.result_table
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from archvocab.summary import spec_summary
 from archvocab.wire import OBJECTIVE_SENSE, JobStatus, SearchCreate
 from search.noise import METRICS, NoiseModel, drift_factor, fit
 from search.objectives import interval_bounds
@@ -47,6 +49,12 @@ class Told:
     busy: bool = False  # measured while the machine looked busy (after the agent's retries)
     reference: tuple[float, float] | None = None  # (latency, memory) of the nearest reference
     reference_key: tuple[str, str] | None = None  # (agent, when): one reading, many results
+
+    @functools.cached_property
+    def summary(self) -> str:
+        """The spec in one line (tables and hovers), made on the first read: a large search's
+        first /points?spec=summary makes 100,000 of them, later reads reuse them."""
+        return spec_summary(self.spec)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from archvocab.summary import spec_summary
 from archvocab.wire import SearchCreate
 from hwnas.client import ApiError, Client
 from server.app.factory import create_app
@@ -42,7 +43,10 @@ def test_a_search_started_waited_on_and_read_through_the_client(hw, http):
     }
     table = hw.points(search.id)
     assert sorted(table.frontier) == sorted(p.arch_id for p in front)
-    assert len(table.rows) == 12
+    assert len(table.rows) == 12 and table.columns[-1] == "spec"
+    short = hw.points(search.id, spec="summary")
+    assert short.columns[-1] == "summary"
+    assert [r[-1] for r in short.rows] == [spec_summary(r[-1]) for r in table.rows]
     frame = hw.points_frame(search.id)
     assert len(frame) == 12 and list(frame.columns[:2]) == ["arch_id", "result"]
     assert set(frame.loc[frame.on_frontier, "arch_id"]) == {p.arch_id for p in front}

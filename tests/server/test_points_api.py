@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from archvocab.summary import spec_summary
 from tests.factories import play_agent, register, search_request
 
 
@@ -62,10 +63,29 @@ def test_a_zero_cost_proxy_outside_the_base_columns_gets_its_own_column(client):
     assert {r[0]: r[-2] for r in table["rows"]} == flops
 
 
+def test_spec_summary_gives_each_row_its_spec_in_one_line_and_nothing_else_changes(client):
+    search_id = _finished(client)
+    url = f"/api/v1/searches/{search_id}/points"
+    full = client.get(url).json()
+    short = client.get(url, params={"spec": "summary"}).json()
+    assert full["columns"][-1] == "spec" and short["columns"][:-1] == full["columns"][:-1]
+    assert short["columns"][-1] == "summary"
+    assert [r[:-1] for r in short["rows"]] == [r[:-1] for r in full["rows"]]
+    assert [r[-1] for r in short["rows"]] == [spec_summary(r[-1]) for r in full["rows"]]
+    assert all(r[-1].startswith("n_layer=") for r in short["rows"])
+    rest = ("rows", "columns")
+    assert {k: v for k, v in short.items() if k not in rest} == {
+        k: v for k, v in full.items() if k not in rest
+    }
+
+
 def test_bad_cursors_and_unknown_searches_are_refused(client):
     assert client.get("/api/v1/searches/99/points").status_code == 404
     bad = client.get("/api/v1/searches/1/points", params={"after": -1})
     assert bad.status_code == 422 and "after" in bad.json()["message"]
+    form = client.get("/api/v1/searches/1/points", params={"spec": "short"})
+    assert form.status_code == 422
+    assert "spec" in form.json()["message"] and "'summary'" in form.json()["message"]
 
 
 def test_the_epoch_changes_when_the_normalisation_backfills_earlier_hypervolumes(client):
