@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from search.hypervolume import Normaliser, hypervolume
 
@@ -24,6 +25,11 @@ class Curve:
         self.hv: list[float] = []
         self.device_s: list[float] = []
         self.from_table = 0  # measurements the replay took exactly from its table
+
+    @property
+    def front(self) -> NDArray[np.float64]:
+        """The non-dominated normalised points inside the reference box so far."""
+        return self._front.copy()
 
     def add(self, values: Mapping[str, float], wall_s: float, from_table: bool) -> None:
         self._device_s += wall_s

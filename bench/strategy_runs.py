@@ -33,7 +33,10 @@ PEER_POPULATION = 100
 TOLERANCE = steering_widths("cpu", NoiseSettings().confidence)
 
 
-def make_engine(strategy: str, space: GPT2Space, seed: int, budget: int) -> Engine:
+def make_engine(
+    strategy: str, space: GPT2Space, seed: int, budget: int, initial: int | None = None
+) -> Engine:
+    """The strategy's engine with its defaults; `initial` replaces hwnas's initial design."""
     common: dict[str, Any] = {
         "objectives": OBJECTIVES,
         "scorer": score,
@@ -44,6 +47,8 @@ def make_engine(strategy: str, space: GPT2Space, seed: int, budget: int) -> Engi
         return LTSEngine(space, population=Population(), **common)
     if strategy == "hwnas":  # its defaults (SearchCreate's), its own normalisation
         population = SearchCreate(strategy="hwnas").population
+        if initial is not None:
+            population = population.model_copy(update={"initial": initial})
         return SteadyStateEngine(space, population=population, tolerance=TOLERANCE, **common)
     if strategy == "nsga2":
         return NSGA2Engine(space, population=Population(initial=PEER_POPULATION), **common)
@@ -124,8 +129,10 @@ def run_one(
     normaliser: Normaliser,
     seed: int,
     budget: int,
+    initial: int | None = None,
 ) -> dict[str, Any]:
-    """One search; its curve and the benchmark's own wall time for it."""
+    """One search; its curve and the benchmark's own wall time for it (`initial`: hwnas's
+    initial design, in place of its default)."""
     curve = Curve(normaliser)
     start = time.perf_counter()
     repeats = 0
@@ -135,7 +142,8 @@ def run_one(
         steer = None
         if strategy == "hwnas":  # steered as the server steers a search of this space
             steer = Steer(SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed))
-        run_engine(make_engine(strategy, space, seed, budget), replay, curve, steer)
+        engine = make_engine(strategy, space, seed, budget, initial)
+        run_engine(engine, replay, curve, steer)
     return {
         "seed": seed,
         "budget": budget,
