@@ -1,0 +1,394 @@
+"""hwnas against the general-purpose optimisers on real measurements, side by side (issue 22).
+
+Every contender searches the same space with the same budget, measuring on this machine
+through the agent's own path (`agent.measure.measure_candidate`: the model built and timed in
+fresh processes, the agent's protocol), one measurement at a time, seed by seed, contenders in
+a rotating order so that the machine's drift falls on all of them alike:
+
+- `hwnas` and `lts`: hwnas's strategies as a user runs them (defaults; hwnas steered as the
+  server steers it, bench.strategy_runs.Steer);
+- `optuna-nsga2`, `optuna-tpe`, `optuna-gp`: Optuna's samplers as their users write them
+  (bench.peers.optuna_peer).
+
+Values taken during a search drift with the machine, so the frontiers are judged afterwards:
+each run's frontier at every checkpoint (its first 30, 60, ... measurements) is measured again,
+all runs of a seed interleaved point by point, with the space's largest member (the drift
+reference) measured every `--reference-every` points. Scores use those re-measured values,
+under one normalisation from the reference's median (bench.normalisation.normaliser_for);
+also with each latency scaled by the reference's drift at its time.
+
+Per contender and checkpoint: re-measured hypervolume, frontier size, device-seconds and wall
+time to that count, proposals that repeated a measured architecture, and the share of the
+pooled re-measured frontier of all contenders (of that seed and checkpoint) it holds.
+
+    .venv/bin/python -m bench.peers_real [--seeds 0 1 2] [--budget 60] [--checkpoints 30 60]
+        [--contenders hwnas lts optuna-nsga2 optuna-tpe optuna-gp] [--measurement '{}']
+        [--space ISSUE] [--json bench/results/peers_real.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent.measure import measure_candidate
+from archvocab.registry import parse_space
+from archvocab.spaces.gpt2.space import GPT2Space
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from archvocab.wire import Failure, MeasurementSettings, SearchCreate
+from bench.markdown_table import table
+from bench.normalisation import extremes, normaliser_for, score
+from bench.peers.optuna_peer import run_optuna
+from bench.replay import DeviceReplay
+from bench.script import command_line, write_json
+from bench.strategy_runs import OPTUNA, PEER_POPULATION, Steer, make_engine
+from search.hypervolume import Normaliser, hypervolume
+from search.pareto import non_dominated_mask
+
+CONTENDERS = ("hwnas", "lts", *OPTUNA)
+# The issue's space: GPT-2 with n_layer 2-6, d_model 128-512, d_inner 256-2048; per-layer
+# heads, d_embed and div_val free as in the table's space.
+ISSUE_SPACE = {
+    "n_layer": {"min": 2, "max": 6, "step": 1},
+    "d_model": {"min": 128, "max": 512, "step": 64},
+    "d_inner": {"min": 256, "max": 2048, "step": 64},
+}
+Measure = Callable[[GPT2Spec], dict[str, float]]
+
+
+class MeasurementFailed(RuntimeError):
+    """A model of the space failed to measure: the comparison stops and names it."""
+
+
+def agent_path(settings: MeasurementSettings) -> Measure:
+    """The agent's measuring function, with the seconds each measurement took."""
+
+    def measure(spec: GPT2Spec) -> dict[str, float]:
+        started = time.perf_counter()
+        got = measure_candidate(spec.to_dict(), settings)
+        if isinstance(got, Failure):
+            raise MeasurementFailed(f"{spec.arch_id} ({spec.to_dict()}): {got.kind}: {got.message}")
+        return {
+            "latency_ms": got.latency_ms,
+            "memory_mb": got.peak_memory_mb,
+            "device_s": time.perf_counter() - started,
+        }
+
+    return measure
+
+
+def search(contender: str, space: GPT2Space, seed: int, budget: int, measure: Measure) -> dict:
+    """One contender's search: what it measured, in order, with the values and the seconds."""
+    started = time.perf_counter()
+
+    def timed(spec: GPT2Spec) -> dict[str, float]:  # and when, from the search's start
+        return {**measure(spec), "elapsed_s": time.perf_counter() - started}
+
+    measured: list[tuple[GPT2Spec, dict[str, float]]] = []
+    repeats = 0
+    if contender in OPTUNA:
+        run = run_optuna(
+            space,
+            timed,
+            score,
+            budget=budget,
+            seed=seed,
+            sampler=OPTUNA[contender],
+            population_size=PEER_POPULATION,
+        )
+        measured, repeats = run.measured, run.repeats
+    else:
+        engine = make_engine(contender, space, seed, budget)
+        steer = None
+        if contender == "hwnas":  # steered as the server steers a search of this space
+            steer = Steer(SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed))
+        while not engine.finished and (batch := engine.ask(1)):
+            for candidate in batch:
+                got = timed(candidate.spec)
+                told = {"latency_ms": got["latency_ms"], "memory_mb": got["memory_mb"]}
+                engine.tell(candidate.arch_id, told)
+                measured.append((candidate.spec, {**candidate.proxies, **got}))
+                if steer is not None:
+                    steer.told(engine, {**candidate.proxies, **told})
+    return {
+        "contender": contender,
+        "seed": seed,
+        "repeats": repeats,
+        "wall_s": time.perf_counter() - started,
+        "measured": [{"spec": s.to_dict(), "values": v} for s, v in measured],
+    }
+
+
+def front_of(rows: Sequence[dict]) -> list[int]:
+    """Indices of the rows whose (decoder_params, latency, memory) no other row dominates."""
+    if not rows:
+        return []
+    minimised = np.array(
+        [
+            [-r["values"]["decoder_params"], r["values"]["latency_ms"], r["values"]["memory_mb"]]
+            for r in rows
+        ]
+    )
+    return [int(i) for i in np.flatnonzero(non_dominated_mask(minimised))]
+
+
+def remeasure(
+    runs: Sequence[dict],
+    checkpoints: Sequence[int],
+    reference: GPT2Spec,
+    measure: Measure,
+    every: int,
+) -> tuple[dict[str, dict[str, float]], list[dict]]:
+    """Measure again every architecture on any run's frontier at any checkpoint, the runs'
+    points interleaved, and the reference every `every` points (and first and last): the
+    re-measured values by arch id (in measurement order) and the reference's readings."""
+    queues: list[list[dict]] = []
+    for run in runs:
+        wanted: dict[str, dict] = {}
+        for count in checkpoints:
+            rows = run["measured"][:count]
+            for i in front_of(rows):
+                wanted.setdefault(GPT2Spec.from_dict(rows[i]["spec"]).arch_id, rows[i])
+        queues.append(list(wanted.values()))
+    again: dict[str, dict[str, float]] = {}
+    readings: list[dict] = []
+
+    def read_reference() -> None:
+        readings.append({"at": len(again), **measure(reference)})
+
+    read_reference()
+    for turn in range(max((len(q) for q in queues), default=0)):
+        for queue in queues[turn % len(queues) :] + queues[: turn % len(queues)]:
+            if turn >= len(queue):
+                continue
+            spec = GPT2Spec.from_dict(queue[turn]["spec"])
+            if spec.arch_id in again:  # two runs found the same architecture
+                continue
+            again[spec.arch_id] = {**score(spec), **measure(spec), "order": len(again)}
+            if len(again) % every == 0:
+                read_reference()
+    read_reference()
+    return again, readings
+
+
+def drift_at(readings: Sequence[dict], order: float) -> float:
+    """The reference's latency at a point's place in the re-measurement order, over its
+    median: the nearest reading's."""
+    median = statistics.median(r["latency_ms"] for r in readings)
+    nearest = min(readings, key=lambda r: abs(r["at"] - order))
+    return nearest["latency_ms"] / median
+
+
+def score_runs(
+    runs: Sequence[dict],
+    checkpoints: Sequence[int],
+    again: dict[str, dict[str, float]],
+    readings: Sequence[dict],
+    normaliser: Normaliser,
+) -> list[dict]:
+    """Per run and checkpoint: the frontier's re-measured hypervolume (raw and drift-scaled),
+    its size, the device-seconds and wall time so far, and its share of the pooled frontier."""
+    scored = []
+    for count in checkpoints:
+        fronts = {}
+        for run in runs:
+            rows = run["measured"][:count]
+            ids = [GPT2Spec.from_dict(rows[i]["spec"]).arch_id for i in front_of(rows)]
+            fronts[run["contender"]] = ids
+        pooled = _pooled(fronts, again)
+        for run in runs:
+            ids = fronts[run["contender"]]
+            raw = [again[a] for a in ids]
+            scaled = [
+                {**v, "latency_ms": v["latency_ms"] / drift_at(readings, v["order"])} for v in raw
+            ]
+            rows = run["measured"][:count]
+            seconds = sum(r["values"]["device_s"] for r in rows)
+            scored.append(
+                {
+                    "contender": run["contender"],
+                    "seed": run["seed"],
+                    "count": count,
+                    "measured": len(rows),
+                    "hypervolume": hypervolume(normaliser.points(raw)) if raw else 0.0,
+                    "hypervolume_drift_scaled": hypervolume(normaliser.points(scaled))
+                    if raw
+                    else 0.0,
+                    "frontier": len(ids),
+                    "device_s": seconds,
+                    "wall_s": rows[-1]["values"]["elapsed_s"] if rows else 0.0,
+                    "repeats": run["repeats"],
+                    "pooled_share": sum(a in pooled for a in ids) / max(len(pooled), 1),
+                }
+            )
+    return scored
+
+
+def _pooled(fronts: dict[str, list[str]], again: dict[str, dict[str, float]]) -> set[str]:
+    """The arch ids on the frontier of every contender's re-measured frontier points together."""
+    ids = sorted({a for front in fronts.values() for a in front})
+    if not ids:
+        return set()
+    minimised = np.array(
+        [[-again[a]["decoder_params"], again[a]["latency_ms"], again[a]["memory_mb"]] for a in ids]
+    )
+    return {ids[i] for i in np.flatnonzero(non_dominated_mask(minimised))}
+
+
+def report(
+    scored: Sequence[dict], contenders: Sequence[str], checkpoints: Sequence[int]
+) -> list[str]:
+    """Medians over seeds per contender and checkpoint, and hwnas's ratio to each peer."""
+    lines: list[str] = []
+    for count in checkpoints:
+        rows = []
+        for name in contenders:
+            mine = [s for s in scored if s["contender"] == name and s["count"] == count]
+            if not mine:
+                continue
+
+            def med(key: str, rows_: list[dict] = mine) -> float:
+                return statistics.median(s[key] for s in rows_)
+
+            rows.append(
+                [
+                    name,
+                    f"{med('hypervolume'):.4f}",
+                    f"{med('hypervolume_drift_scaled'):.4f}",
+                    f"{med('frontier'):g}",
+                    f"{med('pooled_share'):.0%}",
+                    f"{med('device_s'):.0f}",
+                    f"{med('wall_s'):.0f}",
+                    f"{med('repeats'):g}",
+                ]
+            )
+        header = [
+            f"at {count} measurements",
+            "hypervolume (re-measured)",
+            "drift-scaled",
+            "frontier",
+            "share of pooled frontier",
+            "device-s",
+            "wall s",
+            "repeats",
+        ]
+        lines += [
+            f"Medians over seeds, {count} measurements:",
+            "",
+            *table(header, rows, "lrrrrrrr"),
+            "",
+        ]
+    lines += ratios(scored, contenders, checkpoints)
+    return lines
+
+
+def ratios(
+    scored: Sequence[dict], contenders: Sequence[str], checkpoints: Sequence[int]
+) -> list[str]:
+    """hwnas's re-measured hypervolume over each peer's, per seed, at each checkpoint."""
+    if "hwnas" not in contenders:
+        return []
+    by = {(s["contender"], s["seed"], s["count"]): s["hypervolume"] for s in scored}
+    seeds = sorted({s["seed"] for s in scored})
+    rows = []
+    for peer in (c for c in contenders if c != "hwnas"):
+        for count in checkpoints:
+            per_seed = [
+                by[("hwnas", seed, count)] / by[(peer, seed, count)]
+                for seed in seeds
+                if by.get((peer, seed, count))
+            ]
+            if per_seed:
+                wins = sum(r > 1 for r in per_seed)
+                cells = ", ".join(f"{r:.3f}" for r in per_seed)
+                rows.append(
+                    [
+                        peer,
+                        count,
+                        f"{statistics.median(per_seed):.3f}",
+                        cells,
+                        f"{wins}/{len(per_seed)}",
+                    ]
+                )
+    header = ["peer", "measurements", "hwnas / peer (median)", "per seed", "seeds hwnas won"]
+    return ["hwnas against each peer, re-measured hypervolume:", "", *table(header, rows, "lrrll")]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--budget", type=int, default=60)
+    parser.add_argument("--checkpoints", type=int, nargs="+", default=[30, 60])
+    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
+    parser.add_argument(
+        "--measurement", type=json.loads, default={}, help="MeasurementSettings overrides (JSON)"
+    )
+    parser.add_argument(
+        "--space", type=json.loads, default=ISSUE_SPACE, help="overrides of the table's space"
+    )
+    parser.add_argument("--reference-every", type=int, default=10)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    args.checkpoints = sorted({c for c in args.checkpoints if c <= args.budget} | {args.budget})
+    return args
+
+
+def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+    space = parse_space({**(DeviceReplay.load().space or {}), **args.space})  # the table's
+    measure = agent_path(MeasurementSettings(**args.measurement))
+    largest = extremes(space)[0]
+    runs, scored, references = [], [], []
+    for seed in args.seeds:
+        order = (
+            args.contenders[seed % len(args.contenders) :]
+            + args.contenders[: seed % len(args.contenders)]
+        )
+        seed_runs = []
+        for name in order:
+            say(f"seed {seed}: {name} ...")
+            seed_runs.append(search(name, space, seed, args.budget, measure))
+            say(f"seed {seed}: {name} done in {seed_runs[-1]['wall_s']:.0f} s")
+        say(f"seed {seed}: measuring the frontiers again ...")
+        again, readings = remeasure(
+            seed_runs, args.checkpoints, largest, measure, args.reference_every
+        )
+        reference = {
+            m: statistics.median(r[m] for r in readings) for m in ("latency_ms", "memory_mb")
+        }
+        normaliser = normaliser_for(space, reference["latency_ms"], reference["memory_mb"])
+        scored += score_runs(seed_runs, args.checkpoints, again, readings, normaliser)
+        runs += seed_runs
+        references.append(
+            {"seed": seed, "readings": readings, "again": again, "normaliser": normaliser.to_dict()}
+        )
+    return {"space": space.to_dict(), "runs": runs, "references": references, "scored": scored}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    result = run(args, lambda line: print(line, file=sys.stderr, flush=True))
+    lines = report(result["scored"], args.contenders, args.checkpoints)
+    print("\n".join(lines))
+    if args.json is not None:
+        command = command_line(["bench/peers_real.py"], argv)
+        payload = {
+            "command": command,
+            "wall_s": time.perf_counter() - started,
+            **result,
+            "report": lines,
+        }
+        write_json(args.json, payload)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

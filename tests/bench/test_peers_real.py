@@ -1,0 +1,80 @@
+"""The real-measurement side by side (bench/peers_real.py): every contender measures through
+the agent's path, the frontiers are measured again interleaved with a drift reference, and
+the scores are those re-measured values."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from archvocab.spaces.gpt2.spec import GPT2Spec
+from bench.peers_real import drift_at, front_of, parse_args, ratios, report, run
+from search.hypervolume import Normaliser, hypervolume
+from tests.factories import FAST_MEASUREMENT, TINY_SPACE
+
+
+def _row(params: float, latency: float, memory: float) -> dict:
+    return {"values": {"decoder_params": params, "latency_ms": latency, "memory_mb": memory}}
+
+
+def test_the_front_keeps_what_nothing_beats_on_all_three_objectives():
+    rows = [_row(10, 5, 5), _row(20, 5, 5), _row(5, 1, 9), _row(5, 2, 9), _row(20, 5, 5)]
+    assert front_of(rows) == [1, 2, 4]  # more parameters at equal cost wins; copies stay
+    assert front_of([]) == []
+
+
+def test_drift_is_the_nearest_reference_reading_over_their_median():
+    readings = [
+        {"at": 0, "latency_ms": 10.0},
+        {"at": 10, "latency_ms": 12.0},
+        {"at": 20, "latency_ms": 11.0},
+    ]
+    assert drift_at(readings, 1) == pytest.approx(10 / 11)
+    assert drift_at(readings, 9) == pytest.approx(12 / 11)
+    assert drift_at(readings, 30) == pytest.approx(1.0)
+
+
+def test_ratios_count_the_seeds_hwnas_won():
+    scored = [
+        {"contender": c, "seed": s, "count": 60, "hypervolume": hv}
+        for c, s, hv in [("hwnas", 0, 0.4), ("gp", 0, 0.2), ("hwnas", 1, 0.3), ("gp", 1, 0.6)]
+    ]
+    lines = ratios(scored, ["hwnas", "gp"], [60])
+    assert lines[-1] == "| gp | 60 | 1.250 | 2.000, 0.500 | 1/2 |"
+
+
+@pytest.mark.slow
+def test_two_contenders_measured_for_real_and_judged_on_their_re_measured_frontiers():
+    args = parse_args(
+        [
+            "--seeds", "0", "--budget", "3", "--checkpoints", "2",
+            "--contenders", "hwnas", "optuna-tpe", "--reference-every", "2",
+            "--measurement", json.dumps(FAST_MEASUREMENT), "--space", json.dumps(TINY_SPACE),
+        ]
+    )  # fmt: skip
+    assert args.checkpoints == [2, 3]
+    result = run(args, lambda _line: None)
+    runs = {r["contender"]: r for r in result["runs"]}
+    assert set(runs) == {"hwnas", "optuna-tpe"}
+    for r in runs.values():
+        ids = [GPT2Spec.from_dict(m["spec"]).arch_id for m in r["measured"]]
+        assert len(set(ids)) == len(ids) == 3  # the budget, distinct architectures
+        assert all(m["values"]["device_s"] > 0 for m in r["measured"])
+    (ref,) = result["references"]
+    again, readings = ref["again"], ref["readings"]
+    assert readings[0]["at"] == 0 and readings[-1]["at"] == len(again) and len(readings) >= 2
+    normaliser = Normaliser(["decoder_params", "latency_ms", "memory_mb"], **ref["normaliser"])
+    scored = result["scored"]
+    assert {(s["contender"], s["count"]) for s in scored} == {(c, n) for c in runs for n in (2, 3)}
+    for s in scored:
+        rows = runs[s["contender"]]["measured"][: s["count"]]
+        front = [GPT2Spec.from_dict(rows[i]["spec"]).arch_id for i in front_of(rows)]
+        assert all(a in again for a in front)  # every frontier point was measured again
+        expected = hypervolume(normaliser.points([again[a] for a in front]))
+        assert s["hypervolume"] == pytest.approx(expected)
+        assert s["frontier"] == len(front) and 0 < s["pooled_share"] <= 1
+    for n in (2, 3):  # the pooled frontier's points all came from someone
+        assert sum(s["pooled_share"] for s in scored if s["count"] == n) >= 1 - 1e-9
+    lines = report(scored, ["hwnas", "optuna-tpe"], [2, 3])
+    assert any(line.startswith("| optuna-tpe | 3 |") for line in lines)
