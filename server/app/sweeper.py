@@ -1,8 +1,9 @@
-"""The schedule that requeues expired leases (server.services.leases.requeue_stale) and tells
-searches the results left waiting (server.services.arrivals.settle_waiting): one task per
-server process, started and stopped with the app. Several processes sharing a database each
-run one; the requeue is a conditional update and a settle locks its search, so whichever
-comes first does it."""
+"""The schedule that requeues expired leases (server.services.leases.requeue_stale), tells
+searches the results left waiting (server.services.arrivals.settle_waiting) and keeps the
+result tables of searches near their end built (server.services.remeasure.keep_tables_ready),
+off the requests' write lock: one task per server process, started and stopped with the app.
+Several processes sharing a database each run one; the requeue is a conditional update and
+a settle locks its search, so whichever comes first does it."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from anyio import to_thread
 from server.services.arrivals import settle_waiting
 from server.services.context import Services
 from server.services.leases import requeue_stale, sweep_interval
+from server.services.remeasure import keep_tables_ready
 
 log = logging.getLogger("hwnas.leases")
 
 
 async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
-    """Every sweep interval until `stop` is set, requeue what expired and settle what waits; a
-    failed pass (the database away) is logged and the next one tries again."""
+    """Every sweep interval until `stop` is set, requeue what expired, settle what waits and
+    build the tables re-measurements will need; a failed pass (the database away) is logged
+    and the next one tries again."""
     interval = sweep_interval(services.store.settings)
     while True:
         with contextlib.suppress(TimeoutError):
@@ -33,6 +36,7 @@ async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
             # In a worker thread: the pass is a blocking database transaction.
             await to_thread.run_sync(requeue_stale, services.store)
             await to_thread.run_sync(settle_waiting, services)
+            await to_thread.run_sync(keep_tables_ready, services)
         except Exception:
             log.exception("the sweep failed; trying again in %.1f s", interval)
 

@@ -19,7 +19,8 @@ from itertools import islice
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from archvocab.wire import JobStatus, SearchCreate
+from archvocab.wire import JobStatus, SearchCreate, SearchStatus
+from server.services.context import Services
 from server.services.events import log_event
 from server.services.result_tables import ResultTables
 from server.services.results import ResultTable
@@ -29,6 +30,32 @@ from server.store.rows import CandidateRow, SearchRow
 def remeasure_budget(request: SearchCreate) -> int:
     """How many re-measurements a search may spend: its share of the budget."""
     return int(request.noise.remeasure_share * request.budget.max_evaluations)
+
+
+# Within this share of its budget from the end, a search that re-measures keeps its result
+# table built in each process (`keep_tables_ready`, on the sweep's schedule), so that the
+# re-measurements its last results queue inside their write transactions find it made:
+# built there, it held the write lock for 1.5-2.2 s at 20,000 results.
+READY_SHARE = 0.1
+
+
+def keep_tables_ready(services: Services) -> list[int]:
+    """Build, or bring up to date, the result tables of the running searches that re-measure
+    and are within READY_SHARE of their budget; their ids. Reads only."""
+    ready = []
+    with services.store.read() as session:
+        running = select(SearchRow).where(SearchRow.status == SearchStatus.RUNNING)
+        for search in session.scalars(running).all():
+            request = search.parsed_request
+            if remeasure_budget(request) <= 0:
+                continue
+            told = session.scalar(
+                select(func.max(CandidateRow.result_seq)).where(CandidateRow.search_id == search.id)
+            )
+            if (told or 0) >= (1 - READY_SHARE) * request.budget.max_evaluations:
+                services.results.get(session, search)
+                ready.append(search.id)
+    return ready
 
 
 def queue(results: ResultTables, session: Session, search: SearchRow, slots: int) -> bool:

@@ -26,29 +26,44 @@ from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, Measureme
 
 class ResultTables:
     """The result tables of one server process, by search id; the `keep` most recently read
-    stay in memory (a 20,000-result table holds a few tens of MB)."""
+    stay in memory (a 20,000-result table holds a few tens of MB). A table is built and
+    brought up to date under a lock of its own search: building one (seconds at 20,000
+    results) keeps no other search's reads or writes waiting."""
 
     def __init__(self, keep: int = 32) -> None:
         self._tables: OrderedDict[int, ResultTable] = OrderedDict()
         self._keep = keep
-        self._lock = threading.Lock()
+        self._guard = threading.Lock()  # the dicts, held for dict operations only
+        self._locks: dict[int, threading.Lock] = {}
 
     def __len__(self) -> int:
         return len(self._tables)
 
     def get(self, session: Session, search: SearchRow) -> ResultTable:
-        with self._lock:
-            table = self._tables.get(search.id)
+        with self._guard:
+            lock = self._locks.setdefault(search.id, threading.Lock())
+        with lock:
+            with self._guard:
+                table = self._tables.get(search.id)
             if table is None or table.stamp != search.normalisation:
                 request = search.parsed_request
                 table = ResultTable(search.id, request, stamp=search.normalisation)
                 table.add_earlier(_earlier_readings(session, search, request))
+            with self._guard:
                 self._tables[search.id] = table
-            self._tables.move_to_end(search.id)
-            while len(self._tables) > self._keep:
-                self._tables.popitem(last=False)
+                self._tables.move_to_end(search.id)
+                while len(self._tables) > self._keep:
+                    gone, _ = self._tables.popitem(last=False)
+                    self._locks.pop(gone, None)
             table.add(_read(session, search, table.last), _read_again(session, search, table))
             return table
+
+    def read_up_to(self, search_id: int) -> int | None:
+        """The last result number this process's table of the search has read (None: it
+        keeps no table of it)."""
+        with self._guard:
+            table = self._tables.get(search_id)
+        return None if table is None else table.last
 
 
 # The columns a Told is made of, in this order (see _told).
