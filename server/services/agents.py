@@ -88,17 +88,16 @@ SEEN_RESOLUTION = 1 / 20
 # What a claim, a heartbeat or a result reads of its agent, as one statement built once (an
 # ORM load of the whole row, its fingerprint's JSON included, cost more than the rest of the
 # read); its fingerprint is read only where capabilities are worked out (`capabilities`).
+_AGENTS = AgentRow.__table__
 _SEEN = select(
-    AgentRow.id,
-    AgentRow.device_class,
-    AgentRow.fingerprint_key,
-    AgentRow.last_seen_at,
-    AgentRow.credential_hash,
-).where(AgentRow.id == bindparam("agent"))
+    _AGENTS.c.id,
+    _AGENTS.c.device_class,
+    _AGENTS.c.fingerprint_key,
+    _AGENTS.c.last_seen_at,
+    _AGENTS.c.credential_hash,
+).where(_AGENTS.c.id == bindparam("agent"))
 _MARK_SEEN = (
-    update(AgentRow.__table__)
-    .where(AgentRow.__table__.c.id == bindparam("agent"))
-    .values(last_seen_at=bindparam("now"))
+    update(_AGENTS).where(_AGENTS.c.id == bindparam("agent")).values(last_seen_at=bindparam("now"))
 )
 
 

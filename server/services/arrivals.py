@@ -331,9 +331,10 @@ def _record(
 
 def waiting_for(searches: ColumnElement[bool]) -> ColumnElement[bool]:
     """Whether a result waits for any of the searches `searches` selects."""
+    searches_table = SearchRow.__table__
     return (
-        select(ArrivalRow.id)
-        .join(SearchRow, SearchRow.id == ArrivalRow.search_id)
+        select(_ARRIVALS.c.id)
+        .join(searches_table, searches_table.c.id == _ARRIVALS.c.search_id)
         .where(searches)
         .exists()
     )

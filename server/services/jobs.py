@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, and_, bindparam, insert, or_, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from archvocab.registry import parse_space
 from archvocab.wire import (
@@ -57,7 +57,14 @@ from server.services.leases import any_expired, requeue_expired
 from server.services.searches import advance, measuring_slots
 from server.settings import as_utc
 from server.store.cache import measurement_columns
-from server.store.job_results import as_loaded, finish, read_job, renew, search_of
+from server.store.job_results import (
+    finish,
+    finished_row,
+    read_job,
+    read_job_and_search,
+    renew,
+    search_of,
+)
 from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, LeaseRow, SearchRow
 from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store, get_search
 
@@ -105,13 +112,15 @@ _IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one w
 _ROUND_WAIT_S = 1.0
 
 
+_SEARCHES, _JOBS = SearchRow.__table__, CandidateRow.__table__
+_ARCHS, _LEASES = ArchitectureRow.__table__, LeaseRow.__table__
 # A claim's statements are built once and bound per claim: building a statement costs about
 # as much as running it. The running searches an agent can measure for:
 _SERVABLE = and_(
-    SearchRow.status == SearchStatus.RUNNING,
-    SearchRow.device_class == bindparam("device_class"),
-    SearchRow.runtime.in_(bindparam("runtimes", expanding=True)),
-    SearchRow.device.in_(bindparam("devices", expanding=True)),
+    _SEARCHES.c.status == SearchStatus.RUNNING,
+    _SEARCHES.c.device_class == bindparam("device_class"),
+    _SEARCHES.c.runtime.in_(bindparam("runtimes", expanding=True)),
+    _SEARCHES.c.device.in_(bindparam("devices", expanding=True)),
 )
 
 
@@ -125,36 +134,36 @@ def _servable(session: Session, agent: Row[Any]) -> dict[str, Any]:
 # are the same for every lease: `_terms`).
 _PICK = (
     select(
-        CandidateRow.id,
-        CandidateRow.round,
-        CandidateRow.search_id,
-        CandidateRow.arch_id,
-        ArchitectureRow.spec,
-        SearchRow.created_at,
+        _JOBS.c.id,
+        _JOBS.c.round,
+        _JOBS.c.search_id,
+        _JOBS.c.arch_id,
+        _ARCHS.c.spec,
+        _SEARCHES.c.created_at,
     )
-    .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-    .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
-    .where(CandidateRow.status == JobStatus.QUEUED, _SERVABLE)
-    .order_by(CandidateRow.id)
+    .join(_SEARCHES, _SEARCHES.c.id == _JOBS.c.search_id)
+    .join(_ARCHS, _ARCHS.c.arch_id == _JOBS.c.arch_id)
+    .where(_JOBS.c.status == JobStatus.QUEUED, _SERVABLE)
+    .order_by(_JOBS.c.id)
     .limit(1)
 )
-_PICK_LOCKED = _PICK.with_for_update(of=CandidateRow, skip_locked=True)
+_PICK_LOCKED = _PICK.with_for_update(of=_JOBS, skip_locked=True)
 # Compare-and-set: only a job still queued is taken.
 _TAKE = (
-    update(CandidateRow.__table__)
+    update(_JOBS)
     .where(
-        CandidateRow.__table__.c.id == bindparam("job"),
-        CandidateRow.__table__.c.status == JobStatus.QUEUED,
+        _JOBS.c.id == bindparam("job"),
+        _JOBS.c.status == JobStatus.QUEUED,
     )
     .values(
         status=JobStatus.RUNNING,
         lease_id=bindparam("lease"),
         lease_expires_at=bindparam("expires"),
         agent_id=bindparam("agent"),
-        attempts=CandidateRow.__table__.c.attempts + 1,
+        attempts=_JOBS.c.attempts + 1,
     )
 )
-_ISSUE = insert(LeaseRow.__table__).values(
+_ISSUE = insert(_LEASES).values(
     id=bindparam("lease"),
     job_id=bindparam("job"),
     agent_id=bindparam("agent"),
@@ -163,13 +172,13 @@ _ISSUE = insert(LeaseRow.__table__).values(
 # Whether a job the agent could take is queued; whether a result waits to be told to one of
 # its searches; its searches and their revisions.
 _ANY_QUEUED = (
-    select(CandidateRow.id)
-    .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-    .where(CandidateRow.status == JobStatus.QUEUED, _SERVABLE)
+    select(_JOBS.c.id)
+    .join(_SEARCHES, _SEARCHES.c.id == _JOBS.c.search_id)
+    .where(_JOBS.c.status == JobStatus.QUEUED, _SERVABLE)
     .limit(1)
 )
 _ANY_WAITING = select(waiting_for(_SERVABLE))
-_SERVED = select(SearchRow.id, SearchRow.revision).where(_SERVABLE)
+_SERVED = select(_SEARCHES.c.id, _SEARCHES.c.revision).where(_SERVABLE)
 
 
 def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
@@ -274,19 +283,19 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     """A re-measurement of an architecture this agent measured for the search already, which
     another online agent of the class can run (`others`: its runtime and device): left to
     that one, so that a re-measurement also varies the device (docs/reproducibility.md)."""
-    earlier = aliased(CandidateRow)
+    earlier = _JOBS.alias("earlier")
     mine = (
-        select(earlier.id)
+        select(earlier.c.id)
         .where(
-            earlier.search_id == CandidateRow.search_id,
-            earlier.arch_id == CandidateRow.arch_id,
-            earlier.agent_id == agent_id,
-            earlier.status == JobStatus.MEASURED,
+            earlier.c.search_id == _JOBS.c.search_id,
+            earlier.c.arch_id == _JOBS.c.arch_id,
+            earlier.c.agent_id == agent_id,
+            earlier.c.status == JobStatus.MEASURED,
         )
         .exists()
     )
-    runnable = or_(*(and_(SearchRow.runtime == r, SearchRow.device == d) for r, d in others))
-    return and_(CandidateRow.round > 0, mine, runnable)
+    runnable = or_(*(and_(_SEARCHES.c.runtime == r, _SEARCHES.c.device == d) for r, d in others))
+    return and_(_JOBS.c.round > 0, mine, runnable)
 
 
 def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[int]]:
@@ -363,8 +372,7 @@ def _job_and_search(
     this transaction too (`tell`, and its rounds are cheap), the search's row before it:
     writes that tell one search take turns."""
     if not (lock and tell):
-        job = read_job(session, job_id, lease_id, lock)
-        return job, session.get(SearchRow, job.search_id)
+        return read_job_and_search(session, job_id, lease_id, lock)
     search_id = search_of(session, job_id)
     search = session.get(SearchRow, search_id)
     if not rounds_outside(search):
@@ -498,7 +506,7 @@ def submit_result(
             measurement = measurement_columns(search, job.arch_id, agent, measured, now)
         changes = finish(session, job, result, measurement, now)
         if at_once:
-            row = as_loaded(session, job, changes, measurement)
+            row = finished_row(session, job, changes, measurement)
             if tell_now(services, session, search, row):
                 search_id = None
         else:

@@ -78,9 +78,8 @@ def normaliser(search: SearchRow) -> Normaliser | None:
 
 
 # The search's last result number (built once: every result told runs it).
-_LAST_SEQ = select(func.max(CandidateRow.result_seq)).where(
-    CandidateRow.search_id == bindparam("search")
-)
+_JOBS = CandidateRow.__table__
+_LAST_SEQ = select(func.max(_JOBS.c.result_seq)).where(_JOBS.c.search_id == bindparam("search"))
 
 
 def record_result(
