@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from archvocab.wire import AgentInfo, AgentRegistration, AgentView, DeviceFingerprint
@@ -84,21 +85,43 @@ def list_agents(store: Store) -> list[AgentView]:
 SEEN_RESOLUTION = 1 / 20
 
 
+# What a claim, a heartbeat or a result reads of its agent, as one statement built once (an
+# ORM load of the whole row, its fingerprint's JSON included, cost more than the rest of the
+# read); its fingerprint is read only where capabilities are worked out (`capabilities`).
+_AGENTS = AgentRow.__table__
+_SEEN = select(
+    _AGENTS.c.id,
+    _AGENTS.c.device_class,
+    _AGENTS.c.fingerprint_key,
+    _AGENTS.c.last_seen_at,
+    _AGENTS.c.credential_hash,
+).where(_AGENTS.c.id == bindparam("agent"))
+_MARK_SEEN = (
+    update(_AGENTS).where(_AGENTS.c.id == bindparam("agent")).values(last_seen_at=bindparam("now"))
+)
+
+
+def read_agent(session: Session, agent_id: str) -> Row[Any] | None:
+    """The agent's id, device class, fingerprint key, last seen time and credential hash;
+    None when there is no such agent."""
+    return session.execute(_SEEN, {"agent": agent_id}).first()
+
+
 def seen(
     session: Session,
     agent_id: str,
     now: datetime,
     lease_seconds: float,
     caller: Caller = TRUSTED,
-) -> AgentRow:
-    """The agent, marked seen `now` unless it was within `SEEN_RESOLUTION` of a lease; first,
-    whether `caller` may act for it (`check_agent`)."""
-    agent = session.get(AgentRow, agent_id)
+) -> Row[Any]:
+    """The agent's `read_agent` columns, marked seen `now` unless it was within
+    `SEEN_RESOLUTION` of a lease; first, whether `caller` may act for it (`check_agent`)."""
+    agent = read_agent(session, agent_id)
     check_agent(session, caller, agent_id, agent)
     if agent is None:
         raise NotFound("agent", agent_id)
     if not recently_seen(agent.last_seen_at, now, lease_seconds):
-        agent.last_seen_at = now
+        session.execute(_MARK_SEEN, {"agent": agent_id, "now": now})
     return agent
 
 
@@ -112,9 +135,14 @@ _CAPABILITIES: dict[str, tuple[list[str], list[str]]] = {}
 _CAPABILITIES_KEPT = 10_000
 
 
-def capabilities(agent: AgentRow) -> tuple[list[str], list[str]]:
-    """(runtimes, devices) the agent can measure with: only jobs it can do are offered."""
-    return capabilities_of(agent.id, agent.fingerprint)
+def capabilities(session: Session, agent_id: str) -> tuple[list[str], list[str]]:
+    """(runtimes, devices) the agent can measure with: only jobs it can do are offered. Its
+    fingerprint is read once per process."""
+    known = _CAPABILITIES.get(agent_id)
+    if known is not None:
+        return known
+    fingerprint = session.scalar(select(AgentRow.fingerprint).where(AgentRow.id == agent_id))
+    return capabilities_of(agent_id, fingerprint)
 
 
 def capabilities_of(agent_id: str, fingerprint: dict) -> tuple[list[str], list[str]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 
-from sqlalchemy import ColumnElement, delete, select
+from sqlalchemy import ColumnElement, bindparam, delete, insert, select
 from sqlalchemy.orm import Session, lazyload
 
 from archvocab.wire import SearchStatus
@@ -42,9 +42,14 @@ from server.store.store import get_search, take_search
 log = logging.getLogger("hwnas.arrivals")
 
 
-def arrive(session: Session, search: SearchRow, row: CandidateRow) -> None:
+_ARRIVE = insert(ArrivalRow.__table__).values(
+    search_id=bindparam("search"), job_id=bindparam("job")
+)
+
+
+def arrive(session: Session, search_id: int, job_id: int) -> None:
     """Leave a recorded result for its search to be told (`settle`)."""
-    session.add(ArrivalRow(search_id=search.id, job_id=row.id))
+    session.execute(_ARRIVE, {"search": search_id, "job": job_id})
 
 
 def settle(services: Services, search_id: int, most: int | None = None, look: bool = True) -> int:
@@ -241,12 +246,20 @@ def settle_waiting(services: Services) -> int:
     return sum(settle(services, search_id) for search_id in searches)
 
 
+# The arrivals of a search, taken (built once: every result told at once runs it).
+_ARRIVALS = ArrivalRow.__table__
+_TAKE_ARRIVALS = (
+    delete(_ARRIVALS)
+    .where(_ARRIVALS.c.search_id == bindparam("search"))
+    .returning(_ARRIVALS.c.id, _ARRIVALS.c.job_id)
+)
+
+
 def settle_in(services: Services, session: Session, search: SearchRow) -> int:
     """`settle` inside the caller's write transaction, the search's row locked and its engine
     lock held (a claim that found nothing queued, a result told at once)."""
-    taking = delete(ArrivalRow).where(ArrivalRow.search_id == search.id)
     with session.no_autoflush:  # nothing this transaction holds unflushed is an arrival
-        waiting = sorted(session.execute(taking.returning(ArrivalRow.id, ArrivalRow.job_id)).all())
+        waiting = sorted(session.execute(_TAKE_ARRIVALS, {"search": search.id}).all())
     if not waiting:
         return 0
     query = select(CandidateRow).where(CandidateRow.id.in_([job for _, job in waiting]))
@@ -263,7 +276,7 @@ def tell_now(services: Services, session: Session, search: SearchRow, row: Candi
     when another thread holds the search's engine (its settle tells it)."""
     lock = services.engines.lock(search.id)
     if not lock.acquire(blocking=False):
-        arrive(session, search, row)
+        arrive(session, search.id, row.id)
         return False
     try:
         settle_in(services, session, search)
@@ -318,9 +331,10 @@ def _record(
 
 def waiting_for(searches: ColumnElement[bool]) -> ColumnElement[bool]:
     """Whether a result waits for any of the searches `searches` selects."""
+    searches_table = SearchRow.__table__
     return (
-        select(ArrivalRow.id)
-        .join(SearchRow, SearchRow.id == ArrivalRow.search_id)
+        select(_ARRIVALS.c.id)
+        .join(searches_table, searches_table.c.id == _ARRIVALS.c.search_id)
         .where(searches)
         .exists()
     )

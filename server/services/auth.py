@@ -19,9 +19,9 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from sqlalchemy import or_, select
+from sqlalchemy import Row, or_, select
 from sqlalchemy.orm import Session
 
 from server.errors import Forbidden, Unauthenticated
@@ -69,10 +69,11 @@ class Caller:
             )
 
 
-def check_agent(session: Session, caller: Caller, agent_id: str, agent: AgentRow | None) -> None:
-    """Raise unless `caller` may act for `agent_id`, whose row (None: no such agent) the
-    request's transaction has loaded: what `identify` and `Caller.may_act_for` would say,
-    with the credential looked up only when it is not the agent's own."""
+def check_agent(session: Session, caller: Caller, agent_id: str, agent: Row[Any] | None) -> None:
+    """Raise unless `caller` may act for `agent_id`, whose row's columns (its credential
+    hash among them; None: no such agent) the request's transaction has read: what
+    `identify` and `Caller.may_act_for` would say, with the credential looked up only when
+    it is not the agent's own."""
     if caller.credential_hash is None:
         caller.may_act_for(agent_id)
         return

@@ -16,8 +16,8 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, insert, or_, select, update
-from sqlalchemy.orm import Session, aliased, lazyload
+from sqlalchemy import ColumnElement, Row, and_, bindparam, insert, or_, select, update
+from sqlalchemy.orm import Session
 
 from archvocab.registry import parse_space
 from archvocab.wire import (
@@ -34,7 +34,13 @@ from archvocab.wire import (
 )
 from search.noise import reference_architecture
 from server.errors import Conflict, NotFound
-from server.services.agents import capabilities, capabilities_of, recently_seen, seen
+from server.services.agents import (
+    capabilities,
+    capabilities_of,
+    read_agent,
+    recently_seen,
+    seen,
+)
 from server.services.arrivals import (
     arrive,
     propose_round,
@@ -50,7 +56,15 @@ from server.services.events import log_event
 from server.services.leases import any_expired, requeue_expired
 from server.services.searches import advance, measuring_slots
 from server.settings import as_utc
-from server.store.cache import new_measurement
+from server.store.cache import measurement_columns
+from server.store.job_results import (
+    finish,
+    finished_row,
+    read_job,
+    read_job_and_search,
+    renew,
+    search_of,
+)
 from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, LeaseRow, SearchRow
 from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store, get_search
 
@@ -98,19 +112,21 @@ _IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one w
 _ROUND_WAIT_S = 1.0
 
 
+_SEARCHES, _JOBS = SearchRow.__table__, CandidateRow.__table__
+_ARCHS, _LEASES = ArchitectureRow.__table__, LeaseRow.__table__
 # A claim's statements are built once and bound per claim: building a statement costs about
 # as much as running it. The running searches an agent can measure for:
 _SERVABLE = and_(
-    SearchRow.status == SearchStatus.RUNNING,
-    SearchRow.device_class == bindparam("device_class"),
-    SearchRow.runtime.in_(bindparam("runtimes", expanding=True)),
-    SearchRow.device.in_(bindparam("devices", expanding=True)),
+    _SEARCHES.c.status == SearchStatus.RUNNING,
+    _SEARCHES.c.device_class == bindparam("device_class"),
+    _SEARCHES.c.runtime.in_(bindparam("runtimes", expanding=True)),
+    _SEARCHES.c.device.in_(bindparam("devices", expanding=True)),
 )
 
 
-def _servable(agent: AgentRow) -> dict[str, Any]:
-    """`_SERVABLE`'s parameters for this agent."""
-    runtimes, devices = capabilities(agent)
+def _servable(session: Session, agent: Row[Any]) -> dict[str, Any]:
+    """`_SERVABLE`'s parameters for this agent (`agent`: its `agents.seen` columns)."""
+    runtimes, devices = capabilities(session, agent.id)
     return {"device_class": agent.device_class, "runtimes": runtimes, "devices": devices}
 
 
@@ -118,36 +134,36 @@ def _servable(agent: AgentRow) -> dict[str, Any]:
 # are the same for every lease: `_terms`).
 _PICK = (
     select(
-        CandidateRow.id,
-        CandidateRow.round,
-        CandidateRow.search_id,
-        CandidateRow.arch_id,
-        ArchitectureRow.spec,
-        SearchRow.created_at,
+        _JOBS.c.id,
+        _JOBS.c.round,
+        _JOBS.c.search_id,
+        _JOBS.c.arch_id,
+        _ARCHS.c.spec,
+        _SEARCHES.c.created_at,
     )
-    .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-    .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
-    .where(CandidateRow.status == JobStatus.QUEUED, _SERVABLE)
-    .order_by(CandidateRow.id)
+    .join(_SEARCHES, _SEARCHES.c.id == _JOBS.c.search_id)
+    .join(_ARCHS, _ARCHS.c.arch_id == _JOBS.c.arch_id)
+    .where(_JOBS.c.status == JobStatus.QUEUED, _SERVABLE)
+    .order_by(_JOBS.c.id)
     .limit(1)
 )
-_PICK_LOCKED = _PICK.with_for_update(of=CandidateRow, skip_locked=True)
+_PICK_LOCKED = _PICK.with_for_update(of=_JOBS, skip_locked=True)
 # Compare-and-set: only a job still queued is taken.
 _TAKE = (
-    update(CandidateRow.__table__)
+    update(_JOBS)
     .where(
-        CandidateRow.__table__.c.id == bindparam("job"),
-        CandidateRow.__table__.c.status == JobStatus.QUEUED,
+        _JOBS.c.id == bindparam("job"),
+        _JOBS.c.status == JobStatus.QUEUED,
     )
     .values(
         status=JobStatus.RUNNING,
         lease_id=bindparam("lease"),
         lease_expires_at=bindparam("expires"),
         agent_id=bindparam("agent"),
-        attempts=CandidateRow.__table__.c.attempts + 1,
+        attempts=_JOBS.c.attempts + 1,
     )
 )
-_ISSUE = insert(LeaseRow.__table__).values(
+_ISSUE = insert(_LEASES).values(
     id=bindparam("lease"),
     job_id=bindparam("job"),
     agent_id=bindparam("agent"),
@@ -156,13 +172,13 @@ _ISSUE = insert(LeaseRow.__table__).values(
 # Whether a job the agent could take is queued; whether a result waits to be told to one of
 # its searches; its searches and their revisions.
 _ANY_QUEUED = (
-    select(CandidateRow.id)
-    .join(SearchRow, SearchRow.id == CandidateRow.search_id)
-    .where(CandidateRow.status == JobStatus.QUEUED, _SERVABLE)
+    select(_JOBS.c.id)
+    .join(_SEARCHES, _SEARCHES.c.id == _JOBS.c.search_id)
+    .where(_JOBS.c.status == JobStatus.QUEUED, _SERVABLE)
     .limit(1)
 )
 _ANY_WAITING = select(waiting_for(_SERVABLE))
-_SERVED = select(SearchRow.id, SearchRow.revision).where(_SERVABLE)
+_SERVED = select(_SEARCHES.c.id, _SEARCHES.c.revision).where(_SERVABLE)
 
 
 def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
@@ -174,7 +190,7 @@ def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
     store = services.store
     with store.read() as session:
         now = store.now()
-        agent = session.get(AgentRow, agent_id)
+        agent = read_agent(session, agent_id)
         check_agent(session, caller, agent_id, agent)
         if agent is None:
             raise NotFound("agent", agent_id)
@@ -182,7 +198,7 @@ def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
             return False
         if services.expiry.due(now) and any_expired(session, now):
             return False
-        params = _servable(agent)
+        params = _servable(session, agent)
         if session.scalar(_ANY_QUEUED, params) is not None:
             return False
         if session.scalar(_ANY_WAITING, params):
@@ -201,7 +217,7 @@ def _take_queued(services: Services, agent_id: str, caller: Caller = TRUSTED) ->
             requeue_expired(session, now, store.row_locks)
             services.expiry.checked(session, now, store.settings.lease_seconds)
         expires = now + timedelta(seconds=store.settings.lease_seconds)
-        params = _servable(agent)
+        params = _servable(session, agent)
         query = _PICK_LOCKED if store.row_locks else _PICK
         others: set[tuple[str, str]] | None = None  # read only when a re-measurement comes up
         for _ in range(_CLAIM_RACES + 1):
@@ -246,7 +262,7 @@ _OTHERS_READ = 64
 
 
 def _others_online(
-    store: Store, session: Session, agent: AgentRow, now: datetime
+    store: Store, session: Session, agent: Row[Any], now: datetime
 ) -> set[tuple[str, str]]:
     """The (runtime, device) pairs that another agent of this one's device class, seen within a
     lease period, can measure."""
@@ -267,19 +283,19 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     """A re-measurement of an architecture this agent measured for the search already, which
     another online agent of the class can run (`others`: its runtime and device): left to
     that one, so that a re-measurement also varies the device (docs/reproducibility.md)."""
-    earlier = aliased(CandidateRow)
+    earlier = _JOBS.alias("earlier")
     mine = (
-        select(earlier.id)
+        select(earlier.c.id)
         .where(
-            earlier.search_id == CandidateRow.search_id,
-            earlier.arch_id == CandidateRow.arch_id,
-            earlier.agent_id == agent_id,
-            earlier.status == JobStatus.MEASURED,
+            earlier.c.search_id == _JOBS.c.search_id,
+            earlier.c.arch_id == _JOBS.c.arch_id,
+            earlier.c.agent_id == agent_id,
+            earlier.c.status == JobStatus.MEASURED,
         )
         .exists()
     )
-    runnable = or_(*(and_(SearchRow.runtime == r, SearchRow.device == d) for r, d in others))
-    return and_(CandidateRow.round > 0, mine, runnable)
+    runnable = or_(*(and_(_SEARCHES.c.runtime == r, _SEARCHES.c.device == d) for r, d in others))
+    return and_(_JOBS.c.round > 0, mine, runnable)
 
 
 def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[int]]:
@@ -298,7 +314,7 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[in
         query = select(SearchRow).where(_SERVABLE)
         if services.store.row_locks:
             query = query.with_for_update(**SEARCH_LOCK, **SKIP_LOCKED)
-        params = _servable(agent)
+        params = _servable(session, agent)
         for search in session.scalars(query, params).all():
             if rounds_outside(search):
                 around.append(search.id)
@@ -348,36 +364,20 @@ def _terms(
 _TERMS_KEPT = 10_000
 
 
-def _job(session: Session, job_id: int, lock: bool) -> CandidateRow:
-    """The job's row, read fresh; with `lock` its row is locked first (PostgreSQL: the
-    measurement the row loads with it is not, and need not be). Its architecture, which a
-    heartbeat or a result has no use for, loads only if asked for."""
-    if lock:
-        session.execute(select(CandidateRow.id).where(CandidateRow.id == job_id).with_for_update())
-    row = session.get(
-        CandidateRow, job_id, populate_existing=True, options=[lazyload(CandidateRow.architecture)]
-    )
-    if row is None:
-        raise NotFound("job", job_id)
-    return row
-
-
 def _job_and_search(
-    session: Session, job_id: int, lock: bool, tell: bool
-) -> tuple[CandidateRow, SearchRow]:
-    """A job that a result arrives for, and its search. With `lock` (PostgreSQL) the job's
-    row is locked; where the search is told in this transaction too (`tell`, and its rounds
-    are cheap), the search's row before it: writes that tell one search take turns."""
+    session: Session, job_id: int, lease_id: str, lock: bool, tell: bool
+) -> tuple[Row[Any], SearchRow]:
+    """A job that a result under `lease_id` arrives for (`job_results.read_job`), and its
+    search. With `lock` (PostgreSQL) the job's row is locked; where the search is told in
+    this transaction too (`tell`, and its rounds are cheap), the search's row before it:
+    writes that tell one search take turns."""
     if not (lock and tell):
-        row = _job(session, job_id, lock)
-        return row, session.get(SearchRow, row.search_id)
-    search_id = session.scalar(select(CandidateRow.search_id).where(CandidateRow.id == job_id))
-    if search_id is None:
-        raise NotFound("job", job_id)
+        return read_job_and_search(session, job_id, lease_id, lock)
+    search_id = search_of(session, job_id)
     search = session.get(SearchRow, search_id)
     if not rounds_outside(search):
         search = get_search(session, search_id, lock=True)
-    return _job(session, job_id, lock=True), search
+    return read_job(session, job_id, lease_id, lock=True), search
 
 
 def heartbeat(store: Store, job_id: int, ref: LeaseRef, caller: Caller = TRUSTED) -> LeaseStatus:
@@ -386,19 +386,20 @@ def heartbeat(store: Store, job_id: int, ref: LeaseRef, caller: Caller = TRUSTED
     with store.write_rows() as session:
         now = store.now()
         seen(session, ref.agent_id, now, store.settings.lease_seconds, caller)
-        row = _job(session, job_id, store.row_locks)
+        job = read_job(session, job_id, ref.lease_id, store.row_locks)
         if (
-            row.status != JobStatus.RUNNING
-            or row.lease_id != ref.lease_id
-            or row.agent_id != ref.agent_id
+            job.status != JobStatus.RUNNING
+            or job.lease_id != ref.lease_id
+            or job.agent_id != ref.agent_id
         ):
             raise Conflict(
                 f"job {job_id}: lease {ref.lease_id!r} is not held by agent {ref.agent_id!r} "
-                f"(job is {row.status}); the lease expired and the job went back to the queue "
+                f"(job is {job.status}); the lease expired and the job went back to the queue "
                 "or to another agent"
             )
-        row.lease_expires_at = now + timedelta(seconds=store.settings.lease_seconds)
-        return LeaseStatus(job_id=job_id, lease_expires_at=as_utc(row.lease_expires_at))
+        expires = now + timedelta(seconds=store.settings.lease_seconds)
+        renew(session, job_id, expires)
+        return LeaseStatus(job_id=job_id, lease_expires_at=as_utc(expires))
 
 
 def _missing_proxies(search: SearchRow, result: JobResult) -> str | None:
@@ -420,21 +421,22 @@ def _missing_proxies(search: SearchRow, result: JobResult) -> str | None:
     return None
 
 
-def _issued(session: Session, row: CandidateRow, ref: LeaseRef) -> bool:
-    """Whether `ref` names a lease this server gave `ref.agent_id` for this job."""
-    lease = session.get(LeaseRow, ref.lease_id)
-    if lease is not None:
-        return lease.job_id == row.id and lease.agent_id == ref.agent_id
+def _issued(job: Row[Any], ref: LeaseRef) -> bool:
+    """Whether `ref` names a lease this server gave `ref.agent_id` for this job (`job`: as
+    `job_results.read_job` reads it, with the lease `ref` names)."""
+    if job.lease_job is not None:
+        return job.lease_job == job.id and job.lease_agent == ref.agent_id
     # A lease issued before the lease log existed (a database from hwnas 0.1): only the
     # current one can be recognised.
-    return row.lease_id == ref.lease_id and row.agent_id == ref.agent_id
+    return job.lease_id == ref.lease_id and job.agent_id == ref.agent_id
 
 
-def _admit(session: Session, row: CandidateRow, result: JobResult) -> bool:
-    """Whether to record `result` for the job; False: it is a duplicate of the one recorded.
-    Raises Conflict for a result that must be dropped, saying why."""
+def _admit(row: Row[Any], result: JobResult) -> bool:
+    """Whether to record `result` for the job (`row`: as `job_results.read_job` reads it);
+    False: it is a duplicate of the one recorded. Raises Conflict for a result that must be
+    dropped, saying why."""
     job = row.id
-    if not _issued(session, row, result):
+    if not _issued(row, result):
         raise Conflict(
             f"job {job}: lease {result.lease_id!r} was never given to agent {result.agent_id!r} "
             "for this job"
@@ -484,13 +486,13 @@ def submit_result(
     with store.write_rows() if arrive_only else store.write() as session:
         now = store.now()
         agent = seen(session, result.agent_id, now, store.settings.lease_seconds, caller)
-        row, search = _job_and_search(session, job_id, store.row_locks, tell=not arrive_only)
+        job, search = _job_and_search(
+            session, job_id, result.lease_id, store.row_locks, tell=not arrive_only
+        )
         search_id = search.id  # still to settle, unless told here
         at_once = not arrive_only and not rounds_outside(search)
-        if not _admit(session, row, result):
+        if not _admit(job, result):
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
-        row.lease_id, row.lease_expires_at, row.finished_at = None, None, now
-        row.agent_id, row.result_lease_id = result.agent_id, result.lease_id
         missing = _missing_proxies(search, result)
         if missing:  # an agent that cannot compute the search's proxy objective
             result = JobResult(
@@ -498,26 +500,23 @@ def submit_result(
                 lease_id=result.lease_id,
                 failure=Failure(kind="error", message=missing),
             )
+        measurement = None
         if result.measurement is not None:
-            row.status = JobStatus.MEASURED
-            row.measurement = new_measurement(
-                search, row.arch_id, agent, result.measurement.model_dump(mode="json"), now
-            )
-            agent.jobs_done += 1
+            measured = result.measurement.model_dump(mode="json")
+            measurement = measurement_columns(search, job.arch_id, agent, measured, now)
+        changes = finish(session, job, result, measurement, now)
+        if at_once:
+            row = finished_row(session, job, changes, measurement)
+            if tell_now(services, session, search, row):
+                search_id = None
         else:
-            row.status = JobStatus.FAILED
-            row.failure_kind, row.failure_message = result.failure.kind, result.failure.message
-            agent.failures += 1
-        if at_once and tell_now(services, session, search, row):
-            search_id = None
-        elif not at_once:
-            arrive(session, search, row)
+            arrive(session, search.id, job_id)
     log_event(
         "job.result",
         job_id=job_id,
-        search_id=row.search_id,
+        search_id=job.search_id,
         agent_id=result.agent_id,
-        status=row.status,
-        failure_kind=row.failure_kind,
+        status=changes["status"],
+        failure_kind=changes.get("failure_kind", job.failure_kind),
     )
     return ResultReceipt(job_id=job_id, accepted=True), search_id

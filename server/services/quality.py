@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from archvocab.proxy_catalog import PROXY_CATALOG
@@ -77,6 +77,11 @@ def normaliser(search: SearchRow) -> Normaliser | None:
     return Normaliser(objectives, norm["ideal"], reference)
 
 
+# The search's last result number (built once: every result told runs it).
+_JOBS = CandidateRow.__table__
+_LAST_SEQ = select(func.max(_JOBS.c.result_seq)).where(_JOBS.c.search_id == bindparam("search"))
+
+
 def record_result(
     session: Session, search: SearchRow, row: CandidateRow, engine: Engine | None
 ) -> None:
@@ -87,9 +92,7 @@ def record_result(
     last = numbered.get(search.id)
     if last is None:
         with session.no_autoflush:
-            last = session.scalar(
-                select(func.max(CandidateRow.result_seq)).where(CandidateRow.search_id == search.id)
-            )
+            last = session.scalar(_LAST_SEQ, {"search": search.id})
     row.result_seq = numbered[search.id] = (last or 0) + 1
     norm = normaliser(search)
     if norm is None:

@@ -68,19 +68,20 @@ def _has_proxies(result: dict[str, Any], names: list[str], inputs_key: str) -> b
     return result.get("proxy_inputs") == inputs_key and all(n in values for n in names)
 
 
-def new_measurement(
-    search: SearchRow, arch_id: str, agent: AgentRow, result: dict[str, Any], now: Any
-) -> MeasurementRow:
-    return MeasurementRow(
-        arch_id=arch_id,
-        settings_key=settings_key(search),
-        fingerprint_key=agent.fingerprint_key,
-        runtime=search.runtime,
-        agent_id=agent.id,
-        search_id=search.id,
-        latency_ms=result["latency_ms"],
-        peak_memory_mb=result["peak_memory_mb"],
-        busy=bool(result["provenance"].get("busy", False)),
-        result=result,
-        created_at=now,
-    )
+def measurement_columns(
+    search: SearchRow, arch_id: str, agent: Any, result: dict[str, Any], now: Any
+) -> dict[str, Any]:
+    """A new measurement's row, as columns (`agent`: its id and fingerprint_key)."""
+    return {
+        "arch_id": arch_id,
+        "settings_key": settings_key(search),
+        "fingerprint_key": agent.fingerprint_key,
+        "runtime": search.runtime,
+        "agent_id": agent.id,
+        "search_id": search.id,
+        "latency_ms": result["latency_ms"],
+        "peak_memory_mb": result["peak_memory_mb"],
+        "busy": bool(result["provenance"].get("busy", False)),
+        "result": result,
+        "created_at": now,
+    }

@@ -253,3 +253,86 @@ def test_an_idle_claim_writes_nothing_and_work_still_reaches_the_agent(client, c
     other = register(client)
     assert play_agent(client, other) + play_agent(client, agent) > 0
     assert client.get("/api/v1/searches/1").json()["status"] == "finished"
+
+
+class _Statements:
+    """The statements a store runs, as (verb, first table) pairs."""
+
+    def __init__(self, client) -> None:
+        from sqlalchemy import event
+
+        self.seen: list[tuple[str, str]] = []
+        event.listen(client.app.state.store.db, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn, cursor, statement, *args) -> None:
+        words = statement.split()
+        verb = words[0].upper()
+        if verb == "SELECT":
+            table = words[[w.upper() for w in words].index("FROM") + 1]
+        elif verb in ("INSERT", "DELETE"):
+            table = words[2]
+        else:
+            table = words[1] if len(words) > 1 else ""
+        self.seen.append((verb, table))
+
+
+def test_a_result_reads_its_lease_with_its_job_and_writes_each_row_once(client):
+    client.post("/api/v1/searches", json=search_request())
+    agent = register(client)
+    for _ in range(2):  # the process's per-search work done once
+        lease = _claim(client, agent)
+        client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease))
+    lease = _claim(client, agent)
+    statements = _Statements(client)
+    reported = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease))
+    assert reported.status_code == 200
+    seen = statements.seen
+    assert ("SELECT", "leases") not in seen  # the lease came with the job
+    assert seen.count(("INSERT", "measurements")) == 1
+    assert seen.count(("UPDATE", "agents")) == 1  # the count, no read-modify-write
+    assert seen.count(("UPDATE", "searches")) == 1
+    # finished, then numbered and scored as the search is told
+    assert seen.count(("UPDATE", "candidates")) == 2
+    # SQLite: BEGIN and 10; PostgreSQL reads the search's id first, then locks the search
+    # before the job (writes that tell one search take turns)
+    dialect = client.app.state.store.db.dialect.name
+    assert len(seen) <= {"sqlite": 11, "postgresql": 13}[dialect], seen
+    [candidate] = [
+        c
+        for c in client.get("/api/v1/searches/1/candidates").json()
+        if c["arch_id"] == lease["arch_id"]
+    ]
+    assert candidate["status"] == "measured" and candidate["measurement"]["agent_id"] == agent
+    [view] = client.get("/api/v1/agents").json()
+    assert view["jobs_done"] == 3
+
+
+def test_a_late_result_for_a_job_its_search_cancelled_is_dropped(client, clock):
+    client.post("/api/v1/searches", json=search_request())
+    slow, elsewhere = register(client), register(client, device_class="jetson")
+    lease = _claim(client, slow)
+    clock.advance(31)
+    # Another class's claim finds nothing, but first puts the expired lease's job back.
+    assert client.post(f"/api/v1/agents/{elsewhere}/claim").status_code == 204
+    client.post("/api/v1/searches/1/cancel")
+    late = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(slow, lease))
+    assert late.status_code == 409
+    assert late.json()["detail"] == (
+        f"job {lease['job_id']} was cancelled with its search; the result is dropped"
+    )
+    [view] = [a for a in client.get("/api/v1/agents").json() if a["agent_id"] == slow]
+    assert view["jobs_done"] == 0 and view["failures"] == 0
+    assert client.get("/api/v1/searches/1/candidates", params={"status": "measured"}).json() == []
+
+
+def test_a_repeated_failure_is_a_duplicate_and_counts_once(client):
+    client.post("/api/v1/searches", json=search_request())
+    agent = register(client)
+    lease = _claim(client, agent)
+    failure = {"agent_id": agent, "lease_id": lease["lease_id"], "failure": {"kind": "timeout"}}
+    job = f"/api/v1/jobs/{lease['job_id']}/result"
+    assert client.post(job, json=failure).json()["duplicate"] is False
+    assert client.post(job, json=failure).json()["duplicate"] is True
+    [view] = client.get("/api/v1/agents").json()
+    assert view["failures"] == 1 and view["jobs_done"] == 0
+    assert client.get("/api/v1/searches/1").json()["progress"]["failed"] == 1
