@@ -127,17 +127,18 @@ def search(contender: str, space: GPT2Space, seed: int, budget: int, measure: Me
     }
 
 
-def front_of(rows: Sequence[dict]) -> list[int]:
-    """Indices of the rows whose (decoder_params, latency, memory) no other row dominates."""
-    if not rows:
+def _front(values: Sequence[dict[str, float]]) -> list[int]:
+    """Indices of the values whose (decoder_params, latency, memory) none of the others
+    dominates (more parameters, less latency and memory are better)."""
+    if not values:
         return []
-    minimised = np.array(
-        [
-            [-r["values"]["decoder_params"], r["values"]["latency_ms"], r["values"]["memory_mb"]]
-            for r in rows
-        ]
-    )
+    minimised = np.array([[-v["decoder_params"], v["latency_ms"], v["memory_mb"]] for v in values])
     return [int(i) for i in np.flatnonzero(non_dominated_mask(minimised))]
+
+
+def front_of(rows: Sequence[dict]) -> list[int]:
+    """Indices of the measured rows on their frontier."""
+    return _front([r["values"] for r in rows])
 
 
 def remeasure(
@@ -235,12 +236,7 @@ def score_runs(
 def _pooled(fronts: dict[str, list[str]], again: dict[str, dict[str, float]]) -> set[str]:
     """The arch ids on the frontier of every contender's re-measured frontier points together."""
     ids = sorted({a for front in fronts.values() for a in front})
-    if not ids:
-        return set()
-    minimised = np.array(
-        [[-again[a]["decoder_params"], again[a]["latency_ms"], again[a]["memory_mb"]] for a in ids]
-    )
-    return {ids[i] for i in np.flatnonzero(non_dominated_mask(minimised))}
+    return {ids[i] for i in _front([again[a] for a in ids])}
 
 
 def report(
