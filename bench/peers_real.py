@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -286,6 +287,14 @@ def report(
     return lines
 
 
+def _ratio(mine: float, theirs: float) -> float | None:
+    """hwnas's hypervolume over a peer's; a peer whose frontier covers nothing loses to any
+    volume (inf), and two empty volumes are no comparison (None)."""
+    if theirs > 0:
+        return mine / theirs
+    return math.inf if mine > 0 else None
+
+
 def ratios(
     scored: Sequence[dict], contenders: Sequence[str], checkpoints: Sequence[int]
 ) -> list[str]:
@@ -298,18 +307,20 @@ def ratios(
     for peer in (c for c in contenders if c != "hwnas"):
         for count in checkpoints:
             per_seed = [
-                by[("hwnas", seed, count)] / by[(peer, seed, count)]
+                _ratio(by[("hwnas", seed, count)], by[(peer, seed, count)])
                 for seed in seeds
-                if by.get((peer, seed, count))
+                if ("hwnas", seed, count) in by and (peer, seed, count) in by
             ]
             if per_seed:
-                wins = sum(r > 1 for r in per_seed)
-                cells = ", ".join(f"{r:.3f}" for r in per_seed)
+                wins = sum(r is not None and r > 1 for r in per_seed)
+                cells = ", ".join("both 0" if r is None else f"{r:.3f}" for r in per_seed)
+                decided = [r for r in per_seed if r is not None]
+                middle = f"{statistics.median(decided):.3f}" if decided else "both 0"
                 rows.append(
                     [
                         peer,
                         count,
-                        f"{statistics.median(per_seed):.3f}",
+                        middle,
                         cells,
                         f"{wins}/{len(per_seed)}",
                     ]

@@ -44,6 +44,18 @@ def test_ratios_count_the_seeds_hwnas_won():
     assert lines[-1] == "| gp | 60 | 1.250 | 2.000, 0.500 | 1/2 |"
 
 
+def test_a_peer_with_an_empty_frontier_volume_still_gets_its_row():
+    # On a tiny space a few re-measured points can all fall outside the reference box.
+    scored = [
+        {"contender": c, "seed": s, "count": 3, "hypervolume": hv}
+        for c, s, hv in [("hwnas", 0, 0.1), ("tpe", 0, 0.0), ("hwnas", 1, 0.0), ("tpe", 1, 0.0)]
+    ]
+    lines = ratios(scored, ["hwnas", "tpe"], [3])
+    assert lines[-1] == "| tpe | 3 | inf | inf, both 0 | 1/2 |"
+    only_empty = [r for r in scored if r["seed"] == 1]
+    assert ratios(only_empty, ["hwnas", "tpe"], [3])[-1] == "| tpe | 3 | both 0 | both 0 | 0/1 |"
+
+
 @pytest.mark.slow
 def test_two_contenders_measured_for_real_and_judged_on_their_re_measured_frontiers():
     args = parse_args(
