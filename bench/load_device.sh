@@ -11,17 +11,7 @@
 set -euo pipefail
 OUT=${OUT:-/tmp/load_device}
 mkdir -p "$OUT"
-if [ -d .whl ] && ! python3 -c "import fastapi" 2>/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site:$PWD
-    export PATH=/tmp/site/pgserver/pginstall/bin:$PATH
-fi
-# PostgreSQL refuses root; hwnas.testing.postgres runs it as the `postgres` user when root.
-if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
-    useradd --system --no-create-home --shell /usr/sbin/nologin postgres
-fi
-export PYTHONUNBUFFERED=1
+source bench/device_env.sh
 nproc
 python3 -c "import server.app, search.strategies.nsga2, psycopg; print('imports ok')"
 

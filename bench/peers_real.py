@@ -343,6 +343,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--reference-every", type=int, default=10)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="measure nothing: report the seeds of these earlier --json files together "
+        "(runs split by seed, e.g. to fit a lent machine's call limit)",
+    )
     args = parser.parse_args(argv)
     args.checkpoints = sorted({c for c in args.checkpoints if c <= args.budget} | {args.budget})
     return args
@@ -379,10 +386,37 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
     return {"space": space.to_dict(), "runs": runs, "references": references, "scored": scored}
 
 
+def merged(paths: Sequence[Path]) -> tuple[dict[str, Any], list[str], list[int]]:
+    """Earlier results (one per file, on one space and one set of seeds each) as one result,
+    with their contenders and checkpoints; the seeds must not overlap."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    if len({json.dumps(part["space"], sort_keys=True) for part in parts}) > 1:
+        raise SystemExit("--merge: the files searched different spaces")
+    seeds = [r["seed"] for part in parts for r in part["references"]]
+    if len(set(seeds)) < len(seeds):
+        raise SystemExit(f"--merge: a seed appears in more than one file: {sorted(seeds)}")
+    result = {
+        "space": parts[0]["space"],
+        "merged_from": [str(p) for p in paths],
+        "wall_s": sum(part["wall_s"] for part in parts),
+        **{
+            key: [x for part in parts for x in part[key]]
+            for key in ("runs", "references", "scored")
+        },
+    }
+    contenders = list(dict.fromkeys(s["contender"] for s in result["scored"]))
+    checkpoints = sorted({s["count"] for s in result["scored"]})
+    return result, contenders, checkpoints
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    result = run(args, lambda line: print(line, file=sys.stderr, flush=True))
+    if args.merge:
+        result, contenders, checkpoints = merged(args.merge)
+        args.contenders, args.checkpoints = contenders, checkpoints
+    else:
+        result = run(args, lambda line: print(line, file=sys.stderr, flush=True))
     lines = report(result["scored"], args.contenders, args.checkpoints)
     print("\n".join(lines))
     if args.json is not None:

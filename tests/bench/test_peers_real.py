@@ -9,7 +9,7 @@ import json
 import pytest
 
 from archvocab.spaces.gpt2.spec import GPT2Spec
-from bench.peers_real import drift_at, front_of, parse_args, ratios, report, run
+from bench.peers_real import drift_at, front_of, main, parse_args, ratios, report, run
 from search.hypervolume import Normaliser, hypervolume
 from tests.factories import FAST_MEASUREMENT, TINY_SPACE
 
@@ -54,6 +54,27 @@ def test_a_peer_with_an_empty_frontier_volume_still_gets_its_row():
     assert lines[-1] == "| tpe | 3 | inf | inf, both 0 | 1/2 |"
     only_empty = [r for r in scored if r["seed"] == 1]
     assert ratios(only_empty, ["hwnas", "tpe"], [3])[-1] == "| tpe | 3 | both 0 | both 0 | 0/1 |"
+
+
+def test_seeds_run_apart_are_reported_together(tmp_path, capsys):
+    columns = {"frontier": 3, "pooled_share": 0.5, "device_s": 1.0, "wall_s": 2.0, "repeats": 0}
+    paths = []
+    for seed, hv in [(0, {"hwnas": 0.4, "gp": 0.2}), (1, {"hwnas": 0.3, "gp": 0.6})]:
+        scored = [
+            {"contender": c, "seed": seed, "count": 60, "hypervolume": v,
+             "hypervolume_drift_scaled": v, **columns}
+            for c, v in hv.items()
+        ]  # fmt: skip
+        part = {"space": {"n_layer": {}}, "wall_s": 10.0, "runs": [], "scored": scored}
+        paths.append(tmp_path / f"s{seed}.json")
+        paths[-1].write_text(json.dumps({**part, "references": [{"seed": seed}]}))
+    out = tmp_path / "all.json"
+    assert main(["--merge", *map(str, paths), "--json", str(out)]) == 0
+    assert "| gp | 60 | 1.250 | 2.000, 0.500 | 1/2 |" in capsys.readouterr().out
+    written = json.loads(out.read_text())
+    assert written["wall_s"] == 20.0 and len(written["scored"]) == 4
+    with pytest.raises(SystemExit, match="more than one file"):
+        main(["--merge", str(paths[0]), str(paths[0])])
 
 
 @pytest.mark.slow
