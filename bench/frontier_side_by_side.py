@@ -21,15 +21,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from agent.measure import measure_candidate
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import MeasurementSettings
+from bench.greedy_bound import greedy_order
 from bench.normalisation import OBJECTIVES, extremes, make_normaliser
 from bench.replay import DeviceReplay
 from bench.strategy_runs import make_engine
-from search.hypervolume import Normaliser, hypervolume, improvements
+from search.hypervolume import Normaliser, hypervolume
 
 
 def lts_frontier(replay: DeviceReplay, norm: Normaliser, seed: int) -> list[dict]:
@@ -56,13 +55,7 @@ def real_frontier(path: Path) -> list[dict]:
 
 def greedy(points: list[dict], norm: Normaliser, k: int) -> list[dict]:
     """The k points that together hold the most hypervolume, picked one at a time."""
-    coords = norm.points([p["values"] for p in points])
-    chosen: list[int] = []
-    for _ in range(min(k, len(points))):
-        gains = improvements(coords[chosen], coords)
-        gains[chosen] = -1.0
-        chosen.append(int(np.argmax(gains)))
-    return [points[i] for i in chosen]
+    return [points[i] for i in greedy_order(norm.points([p["values"] for p in points]), k)]
 
 
 def main(argv: list[str] | None = None) -> int:

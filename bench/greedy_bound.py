@@ -22,7 +22,7 @@ from bench.curve import Curve
 from bench.normalisation import make_normaliser
 from bench.replay import DeviceReplay
 from bench.strategy_runs import make_engine, run_engine
-from search.hypervolume import added_volume, hypervolume
+from search.hypervolume import hypervolume, improvements
 from search.pareto import non_dominated_mask
 
 
@@ -30,18 +30,21 @@ def lts_front(space: GPT2Space, replay: DeviceReplay, curve: Curve, seed: int, b
     run_engine(make_engine("lts", space, seed, budget), replay, curve)
 
 
+def greedy_order(points: NDArray[np.float64], k: int) -> list[int]:
+    """The indices of k of `points` (normalised), picked one at a time, each the one that adds
+    the most volume to those picked before."""
+    chosen: list[int] = []
+    for _ in range(min(k, len(points))):
+        gains = improvements(points[chosen], points)
+        gains[chosen] = -1.0
+        chosen.append(int(np.argmax(gains)))
+    return chosen
+
+
 def greedy(points: NDArray[np.float64], k: int) -> list[float]:
     """The hypervolume after each of k greedy choices from `points`."""
-    chosen = np.empty((0, points.shape[1]))
-    left = points.copy()
-    volumes: list[float] = []
-    for _ in range(min(k, len(points))):
-        gains = np.array([added_volume(chosen, p) for p in left])
-        best = int(np.argmax(gains))
-        chosen = np.vstack([chosen, left[best]])
-        left = np.delete(left, best, axis=0)
-        volumes.append(hypervolume(chosen))
-    return volumes
+    order = greedy_order(points, k)
+    return [hypervolume(points[order[: n + 1]]) for n in range(len(order))]
 
 
 def main(argv: list[str] | None = None) -> int:
