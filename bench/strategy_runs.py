@@ -2,10 +2,10 @@
 agent), recorded as a hypervolume curve under the fixed normalisation (bench.normalisation):
 `lts` (LTS Algorithm 1 with the paper's population), `hwnas` (steady-state + surrogate
 screening, with its defaults and steered as the server steers it: nothing of the benchmark's
-yardstick handed in), `hwnas-cost-model` (the same with surrogate "cost_model": the plain
-cost models, as before issue 22), `nsga2` (pymoo's NSGA-II) and the peers `optuna-nsga2`,
-`optuna-tpe` and `optuna-gp` (Optuna's samplers as their users write them,
-bench.peers.optuna_peer)."""
+yardstick handed in), `hwnas-residual-gp` (the same with surrogate "residual_gp": the cost
+models corrected by a Gaussian process of their residuals), `nsga2` (pymoo's NSGA-II) and
+the peers `optuna-nsga2`, `optuna-tpe` and `optuna-gp` (Optuna's samplers as their users
+write them, bench.peers.optuna_peer)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from server.services.quality import FIRST_RESULTS, fixed_from_first, initial_nor
 
 OPTUNA = {"optuna-nsga2": "nsga2", "optuna-tpe": "tpe", "optuna-gp": "gp"}  # -> sampler
 # hwnas's contenders -> their surrogate (search.strategies.hwnas.SURROGATES)
-HWNAS = {"hwnas": "residual_gp", "hwnas-cost-model": "cost_model"}
+HWNAS = {"hwnas": "cost_model", "hwnas-residual-gp": "residual_gp"}
 STRATEGIES = ("lts", *HWNAS, "nsga2", *OPTUNA)
 PEER_POPULATION = 100
 # The noise hwnas's frontier allows for, as a search on this CPU class gets it

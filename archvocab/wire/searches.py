@@ -79,7 +79,6 @@ HWNAS_INITIAL = 10
 # What screens hwnas's offspring (search.strategies.hwnas.SURROGATES): the residual Gaussian
 # process on top of the cost models was level with the plain cost models on the replay
 # benchmark, not ahead (docs/benchmarks.md, issue 22), so the plain ones stay the default.
-HWNAS_SURROGATES = ("cost_model", "residual_gp")
 HWNAS_SURROGATE = "cost_model"
 DEFAULT_BASELINE_LAYERS = tuple(range(1, 17))  # LTS: homogeneous layers in [1, 16]
 
