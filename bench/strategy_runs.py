@@ -2,11 +2,14 @@
 agent), recorded as a hypervolume curve under the fixed normalisation (bench.normalisation):
 `lts` (LTS Algorithm 1 with the paper's population), `hwnas` (steady-state + surrogate
 screening, with its defaults and steered as the server steers it: nothing of the benchmark's
-yardstick handed in), `nsga2` (pymoo's NSGA-II) and the peers `optuna-nsga2`, `optuna-tpe`
-and `optuna-gp` (Optuna's samplers as their users write them, bench.peers.optuna_peer)."""
+yardstick handed in), `hwnas-residual-gp` (the same with surrogate "residual_gp": the cost
+models corrected by a Gaussian process of their residuals), `nsga2` (pymoo's NSGA-II) and
+the peers `optuna-nsga2`, `optuna-tpe` and `optuna-gp` (Optuna's samplers as their users
+write them, bench.peers.optuna_peer)."""
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -26,7 +29,9 @@ from search.strategies.nsga2 import NSGA2Engine
 from server.services.quality import FIRST_RESULTS, fixed_from_first, initial_normalisation
 
 OPTUNA = {"optuna-nsga2": "nsga2", "optuna-tpe": "tpe", "optuna-gp": "gp"}  # -> sampler
-STRATEGIES = ("lts", "hwnas", "nsga2", *OPTUNA)
+# hwnas's contenders -> their surrogate (search.strategies.hwnas.SURROGATES)
+HWNAS = {"hwnas": "cost_model", "hwnas-residual-gp": "residual_gp"}
+STRATEGIES = ("lts", *HWNAS, "nsga2", *OPTUNA)
 PEER_POPULATION = 100
 # The noise hwnas's frontier allows for, as a search on this CPU class gets it
 # (server.services.engines).
@@ -45,11 +50,17 @@ def make_engine(
     }
     if strategy == "lts":
         return LTSEngine(space, population=Population(), **common)
-    if strategy == "hwnas":  # its defaults (SearchCreate's), its own normalisation
+    if strategy in HWNAS:  # its defaults (SearchCreate's), its own normalisation
         population = SearchCreate(strategy="hwnas").population
         if initial is not None:
             population = population.model_copy(update={"initial": initial})
-        return SteadyStateEngine(space, population=population, tolerance=TOLERANCE, **common)
+        return SteadyStateEngine(
+            space,
+            population=population,
+            tolerance=TOLERANCE,
+            surrogate=HWNAS[strategy],
+            **common,
+        )
     if strategy == "nsga2":
         return NSGA2Engine(space, population=Population(initial=PEER_POPULATION), **common)
     raise ValueError(f"not an engine strategy: {strategy}")
@@ -57,11 +68,15 @@ def make_engine(
 
 def run_engine(
     engine: Engine, replay: DeviceReplay, curve: Curve, steer: Steer | None = None
-) -> None:
+) -> list[float]:
     """Ask, measure one candidate at a time on the replayed device, tell, record; with
-    `steer`, hand the engine the normalisation the server fixes after the first results."""
+    `steer`, hand the engine the normalisation the server fixes after the first results.
+    Returns the seconds each proposal round took."""
+    rounds = []
     while not engine.finished:
+        start = time.perf_counter()
         batch = engine.ask(1)
+        rounds.append(time.perf_counter() - start)
         if not batch:
             if not engine.finished:
                 raise RuntimeError(f"{engine.strategy}: nothing proposed, search not finished")
@@ -73,6 +88,7 @@ def run_engine(
             curve.add({**candidate.proxies, **told}, got.wall_s, got.from_table)
             if steer is not None:
                 steer.told(engine, {**candidate.proxies, **told})
+    return rounds
 
 
 class Steer:
@@ -136,14 +152,15 @@ def run_one(
     curve = Curve(normaliser)
     start = time.perf_counter()
     repeats = 0
+    rounds: list[float] = []
     if strategy in OPTUNA:
         repeats = run_peer(OPTUNA[strategy], space, replay, curve, seed, budget)
     else:
         steer = None
-        if strategy == "hwnas":  # steered as the server steers a search of this space
+        if strategy in HWNAS:  # steered as the server steers a search of this space
             steer = Steer(SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed))
         engine = make_engine(strategy, space, seed, budget, initial)
-        run_engine(engine, replay, curve, steer)
+        rounds = run_engine(engine, replay, curve, steer)
     return {
         "seed": seed,
         "budget": budget,
@@ -151,6 +168,8 @@ def run_one(
         "repeats": repeats,
         "from_table": curve.from_table,
         "wall_s": time.perf_counter() - start,
+        # the median and the slowest proposal round (engines only: a peer asks per trial)
+        "round_s": [round(statistics.median(rounds), 4), round(max(rounds), 4)] if rounds else None,
         "hv": [round(h, 6) for h in curve.hv],
         "device_s": [round(d, 2) for d in curve.device_s],
     }

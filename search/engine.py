@@ -92,6 +92,7 @@ class Engine:
         # The last such change: the frontier before it (`minimised`) and the newcomer, so that
         # the volume after it is the volume before plus what the newcomer adds
         self._volume_step: tuple[NDArray, list[float]] | None = None
+        self._fallbacks: list[str] = []  # handed out once each (`take_fallbacks`)
 
     # -- ask / tell ------------------------------------------------------------------------
     def ask(self, slots: int = 1) -> list[Candidate]:
@@ -145,6 +146,13 @@ class Engine:
 
     def _on_told(self, candidate: Candidate, values: dict[str, float] | None) -> None:
         """Hook for strategies that keep their own state of told results."""
+
+    def take_fallbacks(self) -> list[str]:
+        """Why proposals since the last call used a simpler rule than the strategy's own
+        (a model that could not be fitted), each said once; a service puts them in the
+        search's events. Forgotten once taken."""
+        taken, self._fallbacks = self._fallbacks, []
+        return taken
 
     def use_normaliser(self, normaliser: Normaliser) -> None:
         """The search's hypervolume normalisation, fixed after the engine started; strategies

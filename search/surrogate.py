@@ -89,6 +89,13 @@ class CostModel:
             return np.exp(self._power_design(x) @ self._coef)
         return np.maximum((x / self._scale) @ self._coef, self._floor)
 
+    def predict_shifted(
+        self, features: Sequence[Sequence[float]], sigmas: float
+    ) -> NDArray[np.float64]:
+        """Predictions moved by `sigmas` typical residuals, the same for every candidate
+        (a `search.residual.ResidualModel` moves each by its own)."""
+        return self.shifted(self.predict(features), sigmas)
+
     def shifted(self, values: NDArray[np.float64], sigmas: float) -> NDArray[np.float64]:
         """Predictions moved by `sigmas` typical residuals (positive: larger values)."""
         if self.relative:

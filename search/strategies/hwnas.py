@@ -9,9 +9,13 @@ to move the frontier:
 - **Surrogate screening.** After a small random initial design, each proposal breeds a pool
   of offspring (mutants and crossovers of frontier parents, plus a few random samples),
   predicts every objective the measurement will give with a `CostModel` per objective fitted
-  on all results so far, and sends only the offspring whose optimistic prediction (one
-  typical residual better than the fit) adds the most hypervolume to the measured frontier.
-  Candidates still being measured count at their predicted values, so parallel slots do not
+  on all results so far, corrected by a Gaussian process of its residuals
+  (`search.residual.ResidualModel`, surrogate "residual_gp"), and sends only the offspring
+  whose optimistic prediction (`optimism` posterior deviations of that candidate better than
+  the mean) adds the most hypervolume to the measured frontier. Surrogate "cost_model" is
+  the plain cost model, optimistic by its one typical residual everywhere; "residual_gp"
+  falls back on it, and says why (`take_fallbacks`), when the residuals cannot be fitted.
+  Candidates still being measured count at their predicted means, so parallel slots do not
   all chase the same gap. Each proposal carries its predictions so the service can report
   the models' error.
 - **Parents by hypervolume contribution.** Frontier members that hold more of the dominated
@@ -33,23 +37,30 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec
 from search.engine import Engine
 from search.hypervolume import Normaliser, contributions, epsilon_gaps, improvements
 from search.records import Candidate
+from search.residual import ResidualModel
 from search.surrogate import CostModel, analytic_features
 
 _MARGIN = 0.1  # the adaptive reference lies this share of each objective's range past the worst
+# What screens the offspring (`surrogate`): the plain cost models, or those corrected by a
+# Gaussian process of their residuals. The plain ones stay the default: the corrected ones
+# were level with them on the replay benchmark, not ahead (docs/benchmarks.md, issue 22).
+SURROGATES = ("cost_model", "residual_gp")
+Model = CostModel | ResidualModel
 
 
 class SteadyStateEngine(Engine):
     """Asynchronous steady-state evolution with surrogate screening (strategy "hwnas").
 
     `population.initial` random samples start it; afterwards each proposal screens
-    `pool_size` offspring (`random_share` of them fresh samples) with the cost models,
-    optimistic by `optimism` typical residuals. Parents are drawn by hypervolume contribution,
-    with `parent_floor` of the weight spread evenly over the frontier (1: uniform). Mutation
-    and crossover use the population's probabilities.
+    `pool_size` offspring (`random_share` of them fresh samples) with the `surrogate`
+    models, optimistic by `optimism` deviations of their residual. Parents are drawn by
+    hypervolume contribution, with `parent_floor` of the weight spread evenly over the
+    frontier (1: uniform). Mutation and crossover use the population's probabilities.
     """
 
     strategy = "hwnas"
@@ -63,9 +74,14 @@ class SteadyStateEngine(Engine):
         random_share: float = 0.1,
         parent_floor: float = 0.05,
         normaliser: Normaliser | None = None,
+        surrogate: str = "cost_model",
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if surrogate not in SURROGATES:
+            raise InvalidSpec("surrogate", f"must be one of {', '.join(SURROGATES)}")
+        self._surrogate = surrogate
+        self._fallback: str | None = None  # the last round's, so that a lasting one is said once
         self._fixed_normaliser = normaliser
         self._pool_size = pool_size
         self._optimism = optimism
@@ -125,7 +141,7 @@ class SteadyStateEngine(Engine):
         self,
         rng: random.Random,
         taken: set[str],
-        models: dict[str, CostModel],
+        models: dict[str, Model],
         batch: list[Candidate],
     ) -> Candidate | None:
         normaliser = self._normaliser()
@@ -192,7 +208,7 @@ class SteadyStateEngine(Engine):
         names = [o for o in self.objectives if o not in known]
         return names + [m for m in self._bounds if m not in names]
 
-    def _fit_models(self) -> dict[str, CostModel] | None:
+    def _fit_models(self) -> dict[str, Model] | None:
         """One model per modelled objective, or None while there are too few results."""
         measured = self.measured()
         if not measured:
@@ -200,13 +216,29 @@ class SteadyStateEngine(Engine):
         rows = [analytic_features(c.spec, c.proxies) for c, _ in measured]
         if len(measured) < len(rows[0]) + 3:
             return None
-        return {
-            name: CostModel(rows, [told[name] for _, told in measured]) for name in self._modelled()
-        }
+        targets = {name: [told[name] for _, told in measured] for name in self._modelled()}
+        plain = {name: CostModel(rows, values) for name, values in targets.items()}
+        if self._surrogate == "cost_model":
+            return dict(plain)
+        try:
+            corrected = {
+                name: ResidualModel(plain[name], rows, values) for name, values in targets.items()
+            }
+        except (ValueError, ArithmeticError) as exc:  # LinAlgError is a ValueError
+            self._fall_back(f"{type(exc).__name__}: {exc}")
+            return dict(plain)
+        self._fallback = None
+        return dict(corrected)
+
+    def _fall_back(self, error: str) -> None:
+        reason = f"residual model not fitted ({error}); screening with the plain cost models"
+        if reason != self._fallback:
+            self._fallbacks.append(reason)
+        self._fallback = reason
 
     def _predict(
         self,
-        models: dict[str, CostModel],
+        models: dict[str, Model],
         pool: list[tuple[ArchSpec, dict[str, float]]],
         *,
         optimistic: bool = False,
@@ -214,11 +246,9 @@ class SteadyStateEngine(Engine):
         features = [analytic_features(spec, proxies) for spec, proxies in pool]
         columns: dict[str, NDArray[np.float64]] = {}
         for name, model in models.items():
-            values = model.predict(features)
-            if optimistic:
-                better = 1.0 if self._senses.get(name, "min") == "max" else -1.0
-                values = model.shifted(values, better * self._optimism)
-            columns[name] = values
+            better = 1.0 if self._senses.get(name, "min") == "max" else -1.0
+            sigmas = better * self._optimism if optimistic else 0.0
+            columns[name] = model.predict_shifted(features, sigmas)
         return [
             {**proxies, **{name: float(col[i]) for name, col in columns.items()}}
             for i, (_, proxies) in enumerate(pool)
@@ -250,7 +280,7 @@ class SteadyStateEngine(Engine):
         return Normaliser(self.objectives, ideal, reference)
 
     def _believed_points(
-        self, models: dict[str, CostModel], normaliser: Normaliser, batch: list[Candidate]
+        self, models: dict[str, Model], normaliser: Normaliser, batch: list[Candidate]
     ) -> NDArray[np.float64]:
         """The measured frontier plus pending candidates at their predicted values."""
         front = [self._values(c) for c in self.frontier()]

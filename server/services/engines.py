@@ -57,6 +57,7 @@ def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict
         # frontier: diluting its uniform parent draw cost it 2% hypervolume in
         # bench/search_efficiency.py, where hwnas's was level or better.)
         kwargs["tolerance"] = steering_widths(request.measurement.device, request.noise.confidence)
+        kwargs["surrogate"] = request.surrogate
     return kwargs
 
 

@@ -131,7 +131,11 @@ def _enqueue(
     engine: Engine,
     batch: list[Candidate],
 ) -> None:
-    """Persist the engine's proposals; those the measurement cache has are told at once."""
+    """Persist the engine's proposals; those the measurement cache has are told at once.
+    Where the strategy fell back on a simpler rule to propose them, the search's events say
+    why."""
+    for reason in engine.take_fallbacks():
+        log_event("search.fallback", search_id=search.id, strategy=engine.strategy, reason=reason)
     services.engines.changed(search)
     for row in enqueue(session, search, batch, services.store.now()):
         tell(services, session, search, row, engine)

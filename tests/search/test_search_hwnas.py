@@ -277,11 +277,16 @@ def test_same_seed_and_tells_give_the_same_proposals() -> None:
     assert ids(flat(run(1, None)))[:INITIAL] != ids(flat(first))[:INITIAL]
 
 
-@pytest.mark.parametrize("cut", [0, 5, 12, 17, 30, 49])
-def test_restored_engine_asks_what_the_live_one_would(cut: int) -> None:
+@pytest.mark.parametrize(
+    ("cut", "surrogate"),
+    [(0, "cost_model"), (5, "cost_model"), (12, "cost_model"), (17, "cost_model")]
+    + [(30, "cost_model"), (49, "cost_model"), (17, "residual_gp"), (30, "residual_gp")],
+)
+def test_restored_engine_asks_what_the_live_one_would(cut: int, surrogate: str) -> None:
     """Tell `cut` results with slots busy (so rows are pending), restore from the history,
     and continue both identically."""
     kwargs = {
+        "surrogate": surrogate,
         "objectives": ["decoder_params", "latency_ms", "memory_mb"],
         "scorer": score_with_flops,
         "seed": 7,
@@ -428,6 +433,38 @@ def test_failures_stay_off_the_frontier_and_the_search_goes_on() -> None:
     assert not failed & set(ids(engine.frontier()))
     assert all(engine.objective_values(a) is None for a in failed)
     assert any(c.predicted is not None for c in proposals)
+
+
+def test_a_residual_model_that_cannot_be_fitted_falls_back_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The residual Gaussian process fails to fit (injected): the search goes on, screened by
+    the plain cost models, and the engine hands out the reason once, not once a round."""
+
+    def cannot_fit(*args: Any, **kwargs: Any) -> None:
+        raise np.linalg.LinAlgError("the kernel matrix is not positive definite")
+
+    engine = make_steady(surrogate="residual_gp", max_evaluations=40)
+    monkeypatch.setattr("search.strategies.hwnas.ResidualModel", cannot_fit)
+    proposals = flat(drive_async(engine, slots=2))
+    assert len(proposals) == 40 and engine.finish_reason == "budget"
+    assert sum(c.predicted is not None for c in proposals) >= 40 - INITIAL - 2
+    [reason] = engine.take_fallbacks()
+    assert "LinAlgError: the kernel matrix is not positive definite" in reason
+    assert "plain cost models" in reason
+    assert engine.take_fallbacks() == []
+
+
+def test_the_residual_surrogate_screens_like_the_plain_one_when_it_fits() -> None:
+    engine = make_steady(surrogate="residual_gp", scorer=score_with_flops, max_evaluations=40)
+    proposals = flat(drive_async(engine, slots=2))
+    assert engine.take_fallbacks() == []
+    assert sum(c.predicted is not None for c in proposals) >= 40 - INITIAL - 2
+
+
+def test_an_unknown_surrogate_is_refused_with_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match="surrogate: must be one of cost_model, residual_gp"):
+        make_steady(surrogate="forest")
 
 
 # -- screening pays: hypervolume against LTS -------------------------------------------------

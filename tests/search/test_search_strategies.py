@@ -7,6 +7,7 @@ import typing
 
 from archvocab.wire import SearchCreate
 from search.strategies import ENGINES
+from search.strategies.hwnas import SURROGATES
 
 
 def test_the_wire_names_exactly_the_registered_strategies() -> None:
@@ -18,3 +19,8 @@ def test_each_strategy_lives_in_a_module_named_after_it() -> None:
     for name, engine in ENGINES.items():
         assert engine.strategy == name
         assert engine.__module__ == f"search.strategies.{name}"
+
+
+def test_the_wire_names_exactly_hwnas_surrogates() -> None:
+    named, _none = typing.get_args(SearchCreate.model_fields["surrogate"].annotation)
+    assert sorted(typing.get_args(named)) == sorted(SURROGATES)

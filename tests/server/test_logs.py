@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import pytest
 
 from server.app.logs import configure_logging
-from tests.factories import register, search_request, synthetic_measurement
+from tests.factories import play_agent, register, search_request, synthetic_measurement
 
 
 @contextmanager
@@ -78,6 +78,29 @@ def test_domain_events_carry_their_ids(client, json_log, clock):
     client.post(f"/api/v1/searches/{search_id}/cancel")
     [finished] = events(json_log, "search.finished")
     assert finished["search_id"] == search_id and finished["reason"] == "cancelled"
+
+
+def test_a_strategy_that_falls_back_says_so_once_in_the_search_events(
+    client, json_log, monkeypatch
+):
+    """hwnas's residual model cannot be fitted (injected): the search still finishes, and its
+    events say once that it screened with the plain cost models instead, and why."""
+
+    def cannot_fit(*args, **kwargs):
+        raise ValueError("injected fit failure")
+
+    monkeypatch.setattr("search.strategies.hwnas.ResidualModel", cannot_fit)
+    request = search_request(
+        strategy="hwnas", surrogate="residual_gp", budget={"max_evaluations": 16}
+    )
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    play_agent(client, register(client))
+    info = client.get(f"/api/v1/searches/{search_id}").json()
+    assert info["status"] == "finished" and info["finish_reason"] == "budget"
+    [fallback] = events(json_log, "search.fallback")
+    assert fallback["search_id"] == search_id and fallback["strategy"] == "hwnas"
+    assert "injected fit failure" in fallback["reason"]
+    assert "plain cost models" in fallback["reason"]
 
 
 def test_a_measured_result_is_logged_without_a_failure_kind(client, json_log):

@@ -98,6 +98,17 @@ def test_hypervolume_settings_are_validated(client) -> None:
         assert message in response.text
 
 
+def test_the_surrogate_setting_is_validated(client) -> None:
+    bad = [
+        ({"strategy": "hwnas", "surrogate": "forest"}, "'cost_model' or 'residual_gp'"),
+        ({"strategy": "lts", "surrogate": "residual_gp"}, "surrogate: only for strategy 'hwnas'"),
+    ]
+    for settings, message in bad:
+        response = client.post("/api/v1/searches", json=search_request(**settings))
+        assert response.status_code == 422
+        assert "surrogate" in response.text and message in response.text
+
+
 def test_hwnas_reports_its_models_error(client) -> None:
     search = start(client, strategy="hwnas", population={"initial": 10})
     play_agent(client, register(client))
