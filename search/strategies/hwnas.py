@@ -32,7 +32,7 @@ order: replaying the rows gives the live engine's state.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,15 +42,17 @@ from archvocab.registry import ArchSpec
 from search.engine import Engine
 from search.hypervolume import Normaliser, contributions, epsilon_gaps, improvements
 from search.records import Candidate
-from search.residual import ResidualModel
 from search.surrogate import CostModel, analytic_features
+
+if TYPE_CHECKING:
+    from search.residual import ResidualModel
 
 _MARGIN = 0.1  # the adaptive reference lies this share of each objective's range past the worst
 # What screens the offspring (`surrogate`): the plain cost models, or those corrected by a
 # Gaussian process of their residuals. The plain ones stay the default: the corrected ones
 # were level with them on the replay benchmark, not ahead (docs/benchmarks.md, issue 22).
 SURROGATES = ("cost_model", "residual_gp")
-Model = CostModel | ResidualModel
+Model = Union[CostModel, "ResidualModel"]
 
 
 class SteadyStateEngine(Engine):
@@ -220,6 +222,10 @@ class SteadyStateEngine(Engine):
         plain = {name: CostModel(rows, values) for name, values in targets.items()}
         if self._surrogate == "cost_model":
             return dict(plain)
+        # Imported here: scikit-learn takes about a second to import, which only the
+        # searches that ask for this surrogate should pay (every server start would).
+        from search.residual import ResidualModel
+
         try:
             corrected = {
                 name: ResidualModel(plain[name], rows, values) for name, values in targets.items()

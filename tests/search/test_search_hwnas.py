@@ -445,7 +445,7 @@ def test_a_residual_model_that_cannot_be_fitted_falls_back_and_says_so_once(
         raise np.linalg.LinAlgError("the kernel matrix is not positive definite")
 
     engine = make_steady(surrogate="residual_gp", max_evaluations=40)
-    monkeypatch.setattr("search.strategies.hwnas.ResidualModel", cannot_fit)
+    monkeypatch.setattr("search.residual.ResidualModel", cannot_fit)
     proposals = flat(drive_async(engine, slots=2))
     assert len(proposals) == 40 and engine.finish_reason == "budget"
     assert sum(c.predicted is not None for c in proposals) >= 40 - INITIAL - 2

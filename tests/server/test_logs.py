@@ -89,7 +89,7 @@ def test_a_strategy_that_falls_back_says_so_once_in_the_search_events(
     def cannot_fit(*args, **kwargs):
         raise ValueError("injected fit failure")
 
-    monkeypatch.setattr("search.strategies.hwnas.ResidualModel", cannot_fit)
+    monkeypatch.setattr("search.residual.ResidualModel", cannot_fit)
     request = search_request(
         strategy="hwnas", surrogate="residual_gp", budget={"max_evaluations": 16}
     )
