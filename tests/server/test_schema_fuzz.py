@@ -125,7 +125,10 @@ def fuzz_app(request, tmp_path_factory):
         )
         assert exported.status_code == 200, exported.text
         SEEDED.update(agents=[agent], archs=[arch])
-        yield app
+    # Schemathesis runs the app's lifespan itself, test by test. One held open here as well
+    # would run a second sweeper, whose connections each of those lifespans' ends (the store
+    # closed) would strand in a disposed pool: "psycopg.Connection deleted while still open".
+    yield app
     SEEDED.clear()
 
 
