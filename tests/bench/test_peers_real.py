@@ -106,7 +106,8 @@ def test_two_contenders_measured_for_real_and_judged_on_their_re_measured_fronti
         assert all(a in again for a in front)  # every frontier point was measured again
         expected = hypervolume(normaliser.points([again[a] for a in front]))
         assert s["hypervolume"] == pytest.approx(expected)
-        assert s["frontier"] == len(front) and 0 < s["pooled_share"] <= 1
+        # 0 is possible: on a tiny space the other's points can dominate all of a frontier.
+        assert s["frontier"] == len(front) and 0 <= s["pooled_share"] <= 1
     for n in (2, 3):  # the pooled frontier's points all came from someone
         assert sum(s["pooled_share"] for s in scored if s["count"] == n) >= 1 - 1e-9
     lines = report(scored, ["hwnas", "optuna-tpe"], [2, 3])
