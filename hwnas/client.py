@@ -37,6 +37,7 @@ from archvocab.wire import (
     CandidateInfo,
     FrontierPick,
     HypervolumeTrace,
+    IntervalScope,
     SearchCreate,
     SearchInfo,
     SearchPoints,
@@ -255,11 +256,13 @@ class Client:
         after: int = 0,
         frontier_since: str | None = None,
         spec: SpecForm = "full",
+        intervals: IntervalScope = "all",
     ) -> SearchPoints:
         """Every told result as one compact table (only those numbered after `after`), and the
         frontier (only what changed since the `frontier_token` given as `frontier_since`);
-        each row's spec as its plain data, or (`spec="summary"`) as one line."""
-        params: dict[str, Any] = {"after": after, "spec": spec}
+        each row's spec as its plain data, or (`spec="summary"`) as one line; the intervals
+        and groups of every frontier member, or (`intervals="nominal"`) of its nominal points."""
+        params: dict[str, Any] = {"after": after, "spec": spec, "intervals": intervals}
         if frontier_since is not None:
             params["frontier_since"] = frontier_since
         data = self._call("GET", f"/searches/{search_id}/points", params=params)

@@ -59,7 +59,7 @@ from archvocab.wire.measurement import (
     ReferenceReading,
     Runtime,
 )
-from archvocab.wire.points import BASE_COLUMNS, SearchPoints, SpecForm
+from archvocab.wire.points import BASE_COLUMNS, IntervalScope, SearchPoints, SpecForm
 from archvocab.wire.proxies import (
     ProxyAgreement,
     ProxyCheck,
@@ -131,6 +131,7 @@ __all__ = [
     "HypervolumePoint",
     "HypervolumeSettings",
     "HypervolumeTrace",
+    "IntervalScope",
     "JobLease",
     "JobResult",
     "JobStatus",

@@ -36,6 +36,12 @@ BASE_COLUMNS = (
 # "summary" (archvocab.summary: a quarter of the bytes, for tables and hovers).
 SpecForm = Literal["full", "summary"]
 
+# Which frontier points /points gives `intervals` and `groups` for: every member, or only the
+# nominal ones (each its own group). Wide intervals can keep most of a large search on the
+# frontier beyond noise (86,000 of 100,000); a plot of that draws the nominal points, and
+# their intervals are a hundredth of the bytes.
+IntervalScope = Literal["all", "nominal"]
+
 
 class SearchPoints(Strict):
     """A search's told results as rows under `columns`, and its current frontier."""
@@ -54,7 +60,8 @@ class SearchPoints(Strict):
     intervals: dict[str, dict[str, list[float]]] = Field(
         default_factory=dict,
         description="per frontier arch id, per measured objective: [low, high], where a "
-        "re-measurement should fall (the search's noise.confidence)",
+        "re-measurement should fall (the search's noise.confidence); with "
+        "`intervals=nominal`, for the nominal frontier points only",
     )
     estimates: dict[str, dict[str, float]] = Field(
         default_factory=dict,
@@ -64,7 +71,8 @@ class SearchPoints(Strict):
     groups: dict[str, str] = Field(
         default_factory=dict,
         description="per frontier arch id: the nominal frontier point it cannot be told apart "
-        "from (itself for a nominal frontier point)",
+        "from (itself for a nominal frontier point); with `intervals=nominal`, the nominal "
+        "frontier points only",
     )
     certain: list[str] = Field(
         default_factory=list,

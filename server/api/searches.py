@@ -13,6 +13,7 @@ from archvocab.wire import (
     FrontierPick,
     FrontierQuery,
     HypervolumeTrace,
+    IntervalScope,
     JobStatus,
     PickQuery,
     SearchCreate,
@@ -128,12 +129,15 @@ def get_points(
     after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
     frontier_since: Annotated[str | None, Query(max_length=64)] = None,
     spec: SpecForm = "full",
+    intervals: IntervalScope = "all",
 ) -> Response:
     """Every told result as one compact table, and the frontier; `after` reads only newer
     results, `frontier_since` (a `frontier_token` read before) only the frontier's changes,
-    `spec=summary` each architecture in one line instead of its plain data."""
+    `spec=summary` each architecture in one line instead of its plain data,
+    `intervals=nominal` the intervals and groups of the nominal frontier points only."""
     services = services_of(request)
-    return encoded(points.search_points(services, search_id, after, frontier_since, spec))
+    answer = points.search_points(services, search_id, after, frontier_since, spec, intervals)
+    return encoded(answer)
 
 
 @router.get(

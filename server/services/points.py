@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from archvocab.wire import BASE_COLUMNS, JobStatus, SearchPoints, SpecForm
+from archvocab.wire import BASE_COLUMNS, IntervalScope, JobStatus, SearchPoints, SpecForm
 from server.services.context import Services
 from server.services.results import ResultTable, Told
 from server.services.searches import census
@@ -18,10 +18,12 @@ def search_points(
     after: int = 0,
     frontier_since: str | None = None,
     spec: SpecForm = "full",
+    intervals: IntervalScope = "all",
 ) -> SearchPoints:
     """The table's rows after `after`, with each row's spec as its plain data (`full`) or as
     one line (`summary`: a quarter of the bytes, what the dashboard shows), and the frontier
-    (what changed since `frontier_since`, when given)."""
+    (what changed since `frontier_since`, when given), with the intervals and groups of
+    every member or (`nominal`) of its nominal points only."""
     with services.store.read() as session:
         search = get_search(session, search_id)
         table = services.results.get(session, search)
@@ -31,10 +33,12 @@ def search_points(
     token = table.frontier_token
     changed = table.changed_since(frontier_since) if frontier_since else None
     if changed is None:
-        frontier = table.per_frontier("wire", lambda: _frontier_fields(table, table.frontier))
+        frontier = table.per_frontier(
+            f"wire-{intervals}", lambda: _frontier_fields(table, table.frontier, intervals)
+        )
     else:
         on = sorted((table.told(a) for a in changed if a in table.uncertainty), key=lambda t: t.seq)
-        frontier = _frontier_fields(table, on)
+        frontier = _frontier_fields(table, on, intervals)
         frontier["left"] = sorted(a for a in changed if a not in table.uncertainty)
     request = table.request
     proxy = request.proxy_objective
@@ -61,15 +65,18 @@ def search_points(
     )
 
 
-def _frontier_fields(table: ResultTable, members: list[Told]) -> dict[str, Any]:
+def _frontier_fields(
+    table: ResultTable, members: list[Told], intervals: IntervalScope
+) -> dict[str, Any]:
     """SearchPoints' frontier fields for `members` (in result order); one another result
     just pushed off (the table moves on while it is read) is left out."""
     uncertainty = table.uncertainty
     described = [(t.arch_id, u) for t in members if (u := uncertainty.get(t.arch_id))]
+    bounded = described if intervals == "all" else [(a, u) for a, u in described if u.group == a]
     return {
         "frontier": [arch for arch, _ in described],
-        "intervals": {arch: {m: list(v) for m, v in u.intervals.items()} for arch, u in described},
-        "groups": {arch: u.group for arch, u in described if u.group},
+        "intervals": {arch: {m: list(v) for m, v in u.intervals.items()} for arch, u in bounded},
+        "groups": {arch: u.group for arch, u in bounded if u.group},
         "certain": [arch for arch, u in described if u.certain],
         "estimates": {arch: dict(u.values) for arch, u in described if u.measurements > 1},
         "left": [],

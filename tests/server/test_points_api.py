@@ -176,3 +176,33 @@ def test_a_frontier_token_this_table_did_not_give_reads_the_whole_frontier(clien
         assert answer["frontier_since"] is None and answer["frontier"] == whole["frontier"]
     too_long = client.get(url, params={"frontier_since": "x" * 65})
     assert too_long.status_code == 422 and "frontier_since" in too_long.json()["message"]
+
+
+def test_nominal_intervals_describe_only_the_nominal_frontier_points(client):
+    request = search_request(budget={"max_evaluations": 40})
+    search = client.post("/api/v1/searches", json=request).json()
+    url = f"/api/v1/searches/{search['id']}/points"
+    agent = register(client)
+    first = client.get(url, params={"intervals": "nominal"}).json()
+    state, token, deltas = _frontier_state(first), first["frontier_token"], 0
+    while play_agent(client, agent, max_jobs=1):
+        answer = client.get(url, params={"intervals": "nominal", "frontier_since": token}).json()
+        if answer["frontier_since"] is None:
+            state = _frontier_state(answer)
+        else:
+            deltas += 1
+            _apply(state, answer)
+        token = answer["frontier_token"]
+    whole = client.get(url).json()
+    nominal = client.get(url, params={"intervals": "nominal"}).json()
+    # A reader following the frontier by its changes holds what a whole read gives.
+    assert state == _frontier_state(nominal)
+    kept = {a for a, group in whole["groups"].items() if group == a}
+    assert 0 < len(kept) < len(whole["frontier"]), "members within noise of another, or no test"
+    assert nominal["frontier"] == whole["frontier"] and nominal["certain"] == whole["certain"]
+    assert nominal["groups"] == {a: a for a in kept}
+    assert nominal["intervals"] == {a: v for a, v in whole["intervals"].items() if a in kept}
+    assert nominal["rows"] == whole["rows"] and deltas > 0
+    bad = client.get(url, params={"intervals": "some"})
+    assert bad.status_code == 422
+    assert "intervals" in bad.json()["message"] and "'nominal'" in bad.json()["message"]
