@@ -21,6 +21,7 @@ from search.hypervolume import Normaliser
 from search.noise import steering_widths
 from search.records import PENDING, Outcome
 from search.strategies import ENGINES
+from server.services.heap import settle_after
 from server.services.quality import normaliser
 from server.store.rows import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 
@@ -116,6 +117,7 @@ class EngineCache:
         if engine is None:
             engine = self._restore(session, search)
             self.restores += 1
+            settle_after(engine.proposed)
         self._engines[search.id] = (engine, search.revision)
         return engine
 

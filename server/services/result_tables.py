@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from archvocab.wire import JobStatus, SearchCreate
 from server.services.frontier import feasibility, values_of
+from server.services.heap import SETTLE_AT, settle_after
 from server.services.results import Again, ResultTable, Told
 from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 
@@ -30,9 +31,10 @@ class ResultTables:
     brought up to date under a lock of its own search: building one (seconds at 20,000
     results) keeps no other search's reads or writes waiting."""
 
-    def __init__(self, keep: int = 32) -> None:
+    def __init__(self, keep: int = 32, settle_at: int = SETTLE_AT) -> None:
         self._tables: OrderedDict[int, ResultTable] = OrderedDict()
         self._keep = keep
+        self.settle_at = settle_at  # results read in at once that settle the heap (`heap`)
         self._guard = threading.Lock()  # the dicts, held for dict operations only
         self._locks: dict[int, threading.Lock] = {}
 
@@ -55,8 +57,10 @@ class ResultTables:
                 while len(self._tables) > self._keep:
                     gone, _ = self._tables.popitem(last=False)
                     self._locks.pop(gone, None)
-            table.add(_read(session, search, table.last), _read_again(session, search, table))
-            return table
+            new = _read(session, search, table.last)
+            table.add(new, _read_again(session, search, table))
+        settle_after(len(new), self.settle_at)
+        return table
 
     def read_up_to(self, search_id: int) -> int | None:
         """The last result number this process's table of the search has read (None: it

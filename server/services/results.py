@@ -142,6 +142,7 @@ class ResultTable:
     _rebuilt: int = 0
     _name: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     _views: tuple[int, dict[str, Any]] = (-1, {})  # (revision, `per_frontier` values by name)
+    _kept: dict[str, dict[Any, Any]] = field(default_factory=dict)  # `per_rows` values by name
 
     @property
     def objectives(self) -> list[str]:
@@ -171,6 +172,15 @@ class ResultTable:
         if name not in views:
             views[name] = make()
         return views[name]
+
+    def per_rows(self, name: str, key: Any, make: Callable[[], T]) -> T:
+        """`make()`, made once and kept under (`name`, `key`) as long as the table: views of
+        rows, which never change once added (a new normalisation makes a new table). Two
+        readers may both make one; they make the same."""
+        kept = self._kept.setdefault(name, {})
+        if key not in kept:
+            kept[key] = make()
+        return kept[key]
 
     def frontier_points(self) -> list[FrontierPoint]:
         """The frontier's points in result order."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from archvocab.summary import spec_summary
+from server.services import points
 from tests.factories import play_agent, register, search_request
 
 
@@ -206,3 +207,19 @@ def test_nominal_intervals_describe_only_the_nominal_frontier_points(client):
     bad = client.get(url, params={"intervals": "some"})
     assert bad.status_code == 422
     assert "intervals" in bad.json()["message"] and "'nominal'" in bad.json()["message"]
+
+
+def test_rows_read_from_kept_blocks_are_the_rows(client, monkeypatch):
+    search_id = _finished(client, budget={"max_evaluations": 14})
+    url = f"/api/v1/searches/{search_id}/points"
+    monkeypatch.setattr(points, "ROW_BLOCK", 10**6)  # no whole block: every row encoded anew
+    plain = client.get(url, params={"spec": "summary"}).json()
+    assert len(plain["rows"]) >= 10
+    monkeypatch.setattr(points, "ROW_BLOCK", 3)
+    for _ in range(2):  # the blocks made, then the blocks kept
+        for after in range(plain["last"] + 1):
+            answer = client.get(url, params={"spec": "summary", "after": after}).json()
+            assert answer["rows"] == [r for r in plain["rows"] if r[1] > after]
+    assert client.get(url, params={"spec": "summary"}).json() == plain
+    full = client.get(url).json()  # the other form is kept apart
+    assert [r[-1] for r in plain["rows"]] == [spec_summary(r[-1]) for r in full["rows"]]
