@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 from archvocab.wire import BASE_COLUMNS, IntervalScope, JobStatus, SearchPoints, SpecForm
 from server.services.context import Services
 from server.services.results import ResultTable, Told
-from server.services.searches import census
+from server.services.searches import in_flight
 from server.store.store import get_search
 
 # Rows are encoded this many at a time, and each full block is kept with the table: a
@@ -35,7 +35,7 @@ def search_points(
     with services.store.read() as session:
         search = get_search(session, search_id)
         table = services.results.get(session, search)
-        counts = census(session, search_id).by_status
+        counts = in_flight(session, search_id)
         status = search.status
     # The token before the frontier: a table that moves on meanwhile is read again next time.
     token = table.frontier_token

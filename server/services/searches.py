@@ -278,6 +278,22 @@ def census(session: Session, search_id: int) -> Census:
     )
 
 
+def in_flight(session: Session, search_id: int) -> dict[str, int]:
+    """The search's candidates queued and running, by status, as `census` counts them
+    (re-measurements apart), through the status index: `census` reads every candidate row of
+    the search (0.1 s at 100,000)."""
+    query = (
+        select(CandidateRow.status, func.count())
+        .where(
+            CandidateRow.status.in_((JobStatus.QUEUED, JobStatus.RUNNING)),
+            CandidateRow.search_id == search_id,
+            CandidateRow.round == 0,
+        )
+        .group_by(CandidateRow.status)
+    )
+    return {status: n for status, n in session.execute(query)}
+
+
 def _info(
     services: Services,
     session: Session,

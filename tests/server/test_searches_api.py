@@ -156,3 +156,28 @@ def test_candidates_come_in_pages_in_proposal_order(client):
     assert failed == []
     bad = client.get(url, params={"limit": 0})
     assert bad.status_code == 422 and "limit" in bad.json()["message"]
+
+
+def test_the_best_so_far_follows_every_result_as_it_comes(client):
+    request = search_request(constraints={"max_latency_ms": 2.5})
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    agent = register(client)
+    url = f"/api/v1/searches/{search_id}"
+    infeasible = 0
+    while play_agent(client, agent, max_jobs=1):  # read after every result: kept, then extended
+        info = client.get(url).json()
+        told = [
+            c
+            for c in client.get(f"{url}/candidates").json()
+            if c["status"] == "measured" and c["feasible"]
+        ]
+        infeasible += info["progress"]["measured"] - len(told)
+        for best in info["best"]:
+            values = [c["objectives"][best["objective"]] for c in told]
+            assert best["value"] == (max if best["sense"] == "max" else min)(values)
+            by_id = next(c for c in told if c["arch_id"] == best["arch_id"])
+            assert by_id["objectives"][best["objective"]] == best["value"]
+        assert {b["objective"] for b in info["best"]} == (
+            set(info["request"]["objectives"]) if told else set()
+        )
+    assert infeasible > 0  # the bound kept some out, or the test proves less
