@@ -131,38 +131,54 @@ class AgentClient:
         if response.status_code == 204:
             return None
         path = f"{API_PREFIX}/agents/{agent_id}/claim"
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise ApiError(
-                response.status_code, f"not JSON: {exc}", method="POST", path=path
-            ) from None
-        try:
-            return JobLease.model_validate(data)
-        except ValidationError as exc:
-            if (
-                isinstance(data, dict)
-                and isinstance(data.get("job_id"), int)
-                and "lease_id" in data
-            ):
-                raise BadLease(data["job_id"], str(data["lease_id"]), str(exc)) from None
-            raise ApiError(
-                response.status_code, f"unreadable lease: {exc}", method="POST", path=path
-            ) from None
+        return _lease(_json(response, path), response.status_code, path)
 
     def heartbeat(self, job_id: int, lease: LeaseRef) -> bool:
         """POST /jobs/{id}/heartbeat; False when the lease is gone (409, or 404 no such job)."""
-        return self._lease_call(f"/jobs/{job_id}/heartbeat", lease.model_dump(mode="json"))
+        body = lease.model_dump(mode="json")
+        return self._lease_call(f"/jobs/{job_id}/heartbeat", body) is not None
 
     def submit(self, job_id: int, result: JobResult) -> bool:
         """POST /jobs/{id}/result; False when the lease is gone (409, or 404 no such job)."""
-        return self._lease_call(f"/jobs/{job_id}/result", result.model_dump(mode="json"))
+        body = result.model_dump(mode="json")
+        return self._lease_call(f"/jobs/{job_id}/result", body) is not None
 
-    def _lease_call(self, path: str, body: dict[str, Any]) -> bool:
+    def submit_then_claim(self, job_id: int, result: JobResult) -> tuple[bool, JobLease | None]:
+        """POST /jobs/{id}/result?claim_next=true: (accepted, the agent's next job leased to
+        it, or None for no work). (False, None) when the lease is gone (409, or 404 no such
+        job). Raises BadLease when the next job's lease does not validate."""
+        path = f"/jobs/{job_id}/result?claim_next=true"
+        response = self._lease_call(path, result.model_dump(mode="json"))
+        if response is None:
+            return False, None
+        data = _json(response, API_PREFIX + path)
+        lease = data.get("next") if isinstance(data, dict) else None
+        if lease is None:
+            return True, None
+        return True, _lease(lease, response.status_code, API_PREFIX + path)
+
+    def _lease_call(self, path: str, body: dict[str, Any]) -> httpx.Response | None:
+        """The answer, or None when the lease is gone (409, or 404 no such job)."""
         try:
-            self._post(path, body)
+            return self._post(path, body)
         except ApiError as exc:
             if exc.status in (404, 409):
-                return False
+                return None
             raise
-        return True
+
+
+def _json(response: httpx.Response, path: str) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ApiError(response.status_code, f"not JSON: {exc}", method="POST", path=path) from None
+
+
+def _lease(data: Any, status: int, path: str) -> JobLease:
+    """A lease the server sent; BadLease when it names a job but does not validate."""
+    try:
+        return JobLease.model_validate(data)
+    except ValidationError as exc:
+        if isinstance(data, dict) and isinstance(data.get("job_id"), int) and "lease_id" in data:
+            raise BadLease(data["job_id"], str(data["lease_id"]), str(exc)) from None
+        raise ApiError(status, f"unreadable lease: {exc}", method="POST", path=path) from None

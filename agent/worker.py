@@ -174,7 +174,9 @@ class Worker:
                 logger.debug("no work; asking again in %.1f s", self.poll_interval)
                 self._stop.wait(self.poll_interval)
                 continue
-            self.process(lease)
+            # A result's answer may bring the next job (`claim_next`): one request per job.
+            while lease is not None:
+                lease = self.process(lease)
             idle_since = time.monotonic()
         logger.info("agent stopped: %s", self.counters())
         return 0
@@ -210,17 +212,24 @@ class Worker:
                 info = self._register()
                 return self.client.claim(info.agent_id)
         except BadLease as exc:
-            self._count("jobs_claimed")
-            logger.error("job %s: unreadable lease: %s", exc.job_id, exc.message)
-            failure = Failure(
-                kind="error", message=f"agent could not read the lease: {exc.message}"[:4000]
-            )
-            self._report(exc.job_id, exc.lease_id, failure, time.monotonic() + info.lease_seconds)
+            self._fail_unreadable(exc)
             return None
 
+    def _fail_unreadable(self, exc: BadLease) -> None:
+        """A leased job whose lease did not validate: reported failed, never measured."""
+        assert self.info is not None
+        self._count("jobs_claimed")
+        logger.error("job %s: unreadable lease: %s", exc.job_id, exc.message)
+        failure = Failure(
+            kind="error", message=f"agent could not read the lease: {exc.message}"[:4000]
+        )
+        self._report(exc.job_id, exc.lease_id, failure, time.monotonic() + self.info.lease_seconds)
+
     # -- one job --------------------------------------------------------------------------
-    def process(self, lease: JobLease) -> None:
-        """Measure one claimed job under heartbeats and report the outcome."""
+    def process(self, lease: JobLease) -> JobLease | None:
+        """Measure one claimed job under heartbeats and report the outcome; the next job when
+        the report's answer brought one (the agent asks unless it is stopping or has taken
+        `max_jobs`)."""
         self._count("jobs_claimed")
         assert self.info is not None
         refused = self.guard.check(lease.spec, lease.settings, lease.proxies)
@@ -228,10 +237,8 @@ class Worker:
             if refused.kind == "refused":
                 self._count("jobs_refused")
             logger.warning("job %s: %s", lease.job_id, refused.message)
-            self._report(
-                lease.job_id, lease.lease_id, refused, time.monotonic() + lease.lease_seconds
-            )
-            return
+            deadline = time.monotonic() + lease.lease_seconds
+            return self._report(lease.job_id, lease.lease_id, refused, deadline, take_next=True)
         logger.info("job %s: measuring %s", lease.job_id, lease.arch_id)
         ref = LeaseRef(agent_id=self.info.agent_id, lease_id=lease.lease_id)
         beats = Heartbeats(
@@ -255,8 +262,9 @@ class Worker:
             else:
                 self._count("jobs_abandoned")
                 logger.warning("job %s: abandoned on abort", lease.job_id)
-            return
-        self._report(lease.job_id, lease.lease_id, outcome, time.monotonic() + lease.lease_seconds)
+            return None
+        deadline = time.monotonic() + lease.lease_seconds
+        return self._report(lease.job_id, lease.lease_id, outcome, deadline, take_next=True)
 
     def _interval(self, lease: JobLease) -> float:
         interval = self.info.heartbeat_interval_s if self.info else lease.lease_seconds / 3
@@ -334,15 +342,23 @@ class Worker:
             self._count("reference_measurements")
 
     def _report(
-        self, job_id: int, lease_id: str, outcome: MeasurementResult | Failure, deadline: float
-    ) -> None:
+        self,
+        job_id: int,
+        lease_id: str,
+        outcome: MeasurementResult | Failure,
+        deadline: float,
+        take_next: bool = False,
+    ) -> JobLease | None:
+        """Report the outcome; with `take_next` (and the agent not stopping, nor at
+        `max_jobs`), the answer also leases the next job, returned here."""
         assert self.info is not None
         ref = {"agent_id": self.info.agent_id, "lease_id": lease_id}
         if isinstance(outcome, Failure):
             result = JobResult(**ref, failure=outcome)
         else:
             result = JobResult(**ref, measurement=outcome)
-        accepted = self._submit(job_id, result, deadline)
+        take_next = take_next and not self.stopping and not self._enough_jobs()
+        accepted, lease = self._submit(job_id, result, deadline, take_next)
         if accepted is None:
             self._count("jobs_abandoned")
         elif not accepted:
@@ -354,18 +370,27 @@ class Worker:
                 "failures_reported" if isinstance(outcome, Failure) else "measurements_reported"
             )
             logger.info("job %s: reported %s", job_id, _summary(outcome))
+        return lease
 
-    def _submit(self, job_id: int, result: JobResult, deadline: float) -> bool | None:
-        """True accepted, False refused (409/404), None given up (server gone past the lease)."""
+    def _submit(
+        self, job_id: int, result: JobResult, deadline: float, take_next: bool
+    ) -> tuple[bool | None, JobLease | None]:
+        """(True accepted, False refused (409/404), None given up (server gone past the
+        lease); the next job when `take_next` and the answer brought one)."""
         backoff = self.backoff.fresh()
         while True:
             try:
-                return self.client.submit(job_id, result)
+                if not take_next:
+                    return self.client.submit(job_id, result), None
+                return self.client.submit_then_claim(job_id, result)
+            except BadLease as exc:  # the result was accepted; the next job cannot be run
+                self._fail_unreadable(exc)
+                return True, None
             except (httpx.TransportError, ApiError) as exc:
                 self._on_server_trouble(exc)
             if time.monotonic() >= deadline or self._cancel.is_set():
                 logger.error("job %s: could not report before the lease ran out; dropped", job_id)
-                return None
+                return None, None
             self._cancel.wait(min(backoff.next(), max(0.0, deadline - time.monotonic())))
 
 

@@ -86,9 +86,17 @@ def _measurement(spec: dict[str, Any], reference: str, done: int, every: int) ->
 
 
 class Agent:
-    def __init__(self, client: Any, enrollment: str | None = None, readings: int = 0) -> None:
+    def __init__(
+        self,
+        client: Any,
+        enrollment: str | None = None,
+        readings: int = 0,
+        claim_next: bool = False,
+    ) -> None:
         self.client = client
         self.readings, self.done = readings, 0
+        # Each result also claims the next job (`claim_next`), as `hwnas agent` does.
+        self.claim_next, self.held = claim_next, None
         answer = client.post(
             "/api/v1/agents",
             json={"device_class": "bench-cpu", "fingerprint": FINGERPRINT},
@@ -99,21 +107,29 @@ class Agent:
         self.headers = _bearer(answer.json().get("credential"))
 
     def cycle(self) -> bool:
-        """One claim and its result; False when the claim found no work."""
-        claimed = self.client.post(f"/api/v1/agents/{self.id}/claim", headers=self.headers)
-        if claimed.status_code == 204:
-            return False
-        claimed.raise_for_status()
-        lease = claimed.json()
+        """One job: its claim (unless the last result brought it) and its result; False when
+        there was no work."""
+        lease, self.held = self.held, None
+        if lease is None:
+            claimed = self.client.post(f"/api/v1/agents/{self.id}/claim", headers=self.headers)
+            if claimed.status_code == 204:
+                return False
+            claimed.raise_for_status()
+            lease = claimed.json()
         reference = lease["reference"]["arch_id"]
         body = {
             "agent_id": self.id,
             "lease_id": lease["lease_id"],
             "measurement": _measurement(lease["spec"], reference, self.done, self.readings),
         }
-        self.client.post(
-            f"/api/v1/jobs/{lease['job_id']}/result", json=body, headers=self.headers
-        ).raise_for_status()
+        answer = self.client.post(
+            f"/api/v1/jobs/{lease['job_id']}/result",
+            json=body,
+            headers=self.headers,
+            params={"claim_next": True} if self.claim_next else None,
+        )
+        answer.raise_for_status()
+        self.held = answer.json().get("next")
         self.done += 1
         return True
 
@@ -264,27 +280,36 @@ def run_served(args: argparse.Namespace) -> dict[str, Any]:
             serve(Path(tmp), db, "--log-format", "json", lease_seconds=None) as server,
             server.client(timeout=60) as http,
         ):
-            budget = args.warm + args.served + 10
+            budget = args.warm + 2 * args.served + 10
             http.post(
                 "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
             ).raise_for_status()
             agent = Agent(http, server.procs.agent_token, args.readings)
+            # The same, each result claiming the next job (`claim_next`): its rounds
+            # interleaved with the plain agent's.
+            chained = Agent(http, server.procs.agent_token, args.readings, claim_next=True)
             for _ in range(args.warm):
                 agent.cycle()
             pid = server.proc.pid
-            rounds = []
+            rounds: dict[Agent, list[float]] = {agent: [], chained: []}
             for _ in range(args.rounds):  # several rounds: the spread says how far to trust one
-                start = tree_cpu_s(pid)
-                worked = sum(agent.cycle() for _ in range(args.served // args.rounds))
-                rounds.append((tree_cpu_s(pid) - start) * 1000 / max(worked, 1))
+                for player, cpu in rounds.items():
+                    start = tree_cpu_s(pid)
+                    worked = sum(player.cycle() for _ in range(args.served // args.rounds))
+                    cpu.append((tree_cpu_s(pid) - start) * 1000 / max(worked, 1))
             http.post("/api/v1/searches/1/cancel").raise_for_status()
             agent.cycle()  # the first claim after the cancel finds nothing and is remembered
             start = tree_cpu_s(pid)
             for _ in range(args.idle):
                 agent.cycle()
             idle = (tree_cpu_s(pid) - start) * 1000 / args.idle
+    plain, next_claimed = rounds[agent], rounds[chained]
     return {
-        "served_cycle_cpu_ms": {"median": statistics.median(rounds), "rounds": rounds},
+        "served_cycle_cpu_ms": {"median": statistics.median(plain), "rounds": plain},
+        "served_claim_next_cycle_cpu_ms": {
+            "median": statistics.median(next_claimed),
+            "rounds": next_claimed,
+        },
         "served_idle_claim_cpu_ms": idle,
     }
 
@@ -391,6 +416,13 @@ def main(argv: list[str] | None = None) -> int:
         f"idle claim: CPU median {i['median']:.2f} ms; statements {result['idle_claim_statements']}"
     )
     if args.served:
+        chained = result["served_claim_next_cycle_cpu_ms"]
+        print(
+            f"real server, each result claiming the next job: CPU per job median "
+            f"{chained['median']:.2f} ms (rounds: "
+            + ", ".join(f"{r:.2f}" for r in chained["rounds"])
+            + ")"
+        )
         served = result["served_cycle_cpu_ms"]
         rounds = ", ".join(f"{r:.2f}" for r in served["rounds"])
         print(

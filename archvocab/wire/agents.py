@@ -121,6 +121,11 @@ class ResultReceipt(BaseModel):
     job_id: int
     accepted: bool
     duplicate: bool = False
+    next: JobLease | None = Field(
+        None,
+        description="with `claim_next`: the agent's next job, leased to it as a claim would "
+        "(null: no work now, as a claim's 204)",
+    )
 
 
 class LeaseStatus(BaseModel):

@@ -4,7 +4,9 @@ these are the requests a fleet sends most."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks, Request, Response
+from typing import Annotated
+
+from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
 from archvocab.wire import API_PREFIX, JobLease, JobResult, LeaseRef, LeaseStatus, ResultReceipt
 from server.api.deps import AgentCaller, AgentId, JobId, services_of, store_of
@@ -36,13 +38,27 @@ def heartbeat(job_id: JobId, body: LeaseRef, request: Request, who: AgentCaller)
     "/jobs/{job_id}/result", response_model=ResultReceipt, responses={**AUTH_ERRORS, **CONFLICT}
 )
 def submit_result(
-    job_id: JobId, body: JobResult, request: Request, who: AgentCaller, after: BackgroundTasks
+    job_id: JobId,
+    body: JobResult,
+    request: Request,
+    who: AgentCaller,
+    after: BackgroundTasks,
+    claim_next: Annotated[
+        bool,
+        Query(
+            description="also claim the agent's next job, answered as `next`: one request "
+            "fewer per job"
+        ),
+    ] = False,
 ) -> Response:
     """Accepted once per job: a repeated submission (a retry after a timeout) is answered
     as a duplicate and changes nothing; see server.services.jobs.submit_result for late
-    results. The search hears of the result once the answer has gone (`arrivals.settle`)."""
+    results. The search hears of the result once the answer has gone (`arrivals.settle`).
+    With `claim_next`, the agent's next job comes with the answer, as its claim would."""
     services = services_of(request)
     receipt, search_id = jobs.submit_result(services, job_id, body, who)
     if search_id is not None:
         after.add_task(arrivals.settle_after_answer, services, search_id)
+    if claim_next:
+        receipt.next = jobs.claim(services, body.agent_id, who)
     return encoded(receipt)

@@ -293,3 +293,63 @@ def test_survives_a_server_restart_with_a_fresh_database(
     assert len(first.results) == 1 and len(second.results) == 1
     assert worker.connection_errors >= 1 and worker.registrations == 2
     assert worker.jobs_done == 2 and len(second.registrations) == 1
+
+
+def test_a_result_answer_that_brings_the_next_job_saves_its_claim(
+    tiny_spec: dict[str, Any],
+) -> None:
+    broken = {**tiny_spec, "d_model": 0}  # fails at once: no measuring in this test
+    second = {**lease(broken), "job_id": 4, "lease_id": "L4"}
+    unreadable = {**lease(broken), "job_id": 5, "lease_id": "L5", "settings": {"seq_len": -1}}
+    sent: list[httpx.Request] = []
+
+    def receipt(job: int, next_job: dict[str, Any] | None) -> Callable:
+        def reply(request: httpx.Request) -> httpx.Response:
+            sent.append(request)
+            return httpx.Response(200, json={"job_id": job, "accepted": True, "next": next_job})
+
+        return reply
+
+    def claim(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json=lease(broken)) if len(sent) == 1 else httpx.Response(204)
+
+    script: Script = {
+        "agents": [answer(201, AGENT)],
+        "claim": [claim],
+        # job 3's answer brings job 4, job 4's brings an unreadable job 5, reported failed
+        "result": [receipt(3, second), receipt(4, unreadable), receipt(5, None)],
+    }
+    with scripted_http(script) as http:
+        worker = make_worker(http, exit_when_idle=0.2)
+        assert worker.run() == 0
+    asked = [(r.url.path.rsplit("/", 2)[-2:], r.url.params.get("claim_next")) for r in sent]
+    assert asked[:4] == [
+        (["a1", "claim"], None),
+        (["3", "result"], "true"),
+        (["4", "result"], "true"),
+        (["5", "result"], None),  # a failure for a lease it could not read: nothing more asked
+    ]
+    assert all(path[-1] == "claim" for path, _ in asked[4:])  # then claims again, idle
+    bodies = [json.loads(r.content) for r in sent[1:4]]
+    assert [b["lease_id"] for b in bodies] == ["L3", "L4", "L5"]
+    assert "seq_len" in bodies[2]["failure"]["message"]
+    assert (worker.jobs_claimed, worker.jobs_done, worker.failures_reported) == (3, 3, 3)
+
+
+def test_an_agent_at_max_jobs_does_not_ask_for_the_next(tiny_spec: dict[str, Any]) -> None:
+    sent: list[httpx.Request] = []
+
+    def accept(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"job_id": 3, "accepted": True})
+
+    script: Script = {
+        "agents": [answer(201, AGENT)],
+        "claim": [answer(200, lease({**tiny_spec, "d_model": 0}))],
+        "result": [accept],
+    }
+    with scripted_http(script) as http:
+        worker = make_worker(http, max_jobs=1)
+        assert worker.run() == 0
+    assert [r.url.params.get("claim_next") for r in sent] == [None]

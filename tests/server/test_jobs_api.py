@@ -49,10 +49,10 @@ def test_a_result_is_accepted_once_and_foreign_leases_get_409(client):
     foreign = client.post(f"{job}/result", json=_result(bob, lease))
     assert foreign.status_code == 409 and "never given to agent" in foreign.json()["detail"]
     first = client.post(f"{job}/result", json=_result(alice, lease))
-    assert first.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": False}
+    assert first.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": False, "next": None}
     # A retry (the first answer was lost): the same answer, marked duplicate; nothing changes.
     again = client.post(f"{job}/result", json=_result(alice, lease))
-    assert again.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": True}
+    assert again.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": True, "next": None}
     measured = client.get("/api/v1/searches/1/candidates", params={"status": "measured"}).json()
     assert len(measured) == 1
     [view] = [a for a in client.get("/api/v1/agents").json() if a["agent_id"] == alice]
@@ -336,3 +336,36 @@ def test_a_repeated_failure_is_a_duplicate_and_counts_once(client):
     [view] = client.get("/api/v1/agents").json()
     assert view["failures"] == 1 and view["jobs_done"] == 0
     assert client.get("/api/v1/searches/1").json()["progress"]["failed"] == 1
+
+
+def test_a_result_can_claim_the_next_job_until_none_is_left(client):
+    client.post("/api/v1/searches", json=search_request())
+    agent = register(client)
+    lease, results = _claim(client, agent), 0
+    while lease is not None:
+        url = f"/api/v1/jobs/{lease['job_id']}/result"
+        answer = client.post(url, params={"claim_next": True}, json=_result(agent, lease))
+        assert answer.status_code == 200 and answer.json()["accepted"] is True
+        results += 1
+        lease = answer.json()["next"]
+        if lease is not None:  # leased to this agent as a claim's would be
+            assert lease["job_id"] != answer.json()["job_id"]
+    candidates = client.get("/api/v1/searches/1/candidates").json()
+    assert results == len(candidates) == 12  # one claim for the whole search
+    assert {c["status"] for c in candidates} == {"measured"}
+    [view] = client.get("/api/v1/agents").json()
+    assert view["jobs_done"] == 12
+    assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+
+
+def test_a_refused_result_claims_nothing_and_a_bad_flag_is_named(client):
+    client.post("/api/v1/searches", json=search_request())
+    alice, bob = register(client), register(client)
+    lease = _claim(client, alice)
+    url = f"/api/v1/jobs/{lease['job_id']}/result"
+    refused = client.post(url, params={"claim_next": True}, json=_result(bob, lease))
+    assert refused.status_code == 409
+    running = client.get("/api/v1/searches/1/candidates", params={"status": "running"}).json()
+    assert [c["arch_id"] for c in running] == [lease["arch_id"]]  # bob took nothing
+    bad = client.post(url, params={"claim_next": "maybe"}, json=_result(alice, lease))
+    assert bad.status_code == 422 and "claim_next" in bad.json()["message"]
