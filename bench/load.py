@@ -324,6 +324,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=Load.budget, help="per search")
     parser.add_argument("--think-s", type=float, default=Load.think_s)
     parser.add_argument("--idle-s", type=float, default=Load.idle_s, help="wait after a 204")
+    parser.add_argument(
+        "--claim-next",
+        action="store_true",
+        help="each result also claims the agent's next job, as `hwnas agent` does",
+    )
     parser.add_argument("--keepalive-s", type=float, default=Load.keepalive_s)
     parser.add_argument("--space", type=json.loads, help="the searches' space, as JSON")
     parser.add_argument("--strategy", default=Load.strategy, choices=["lts", "hwnas", "nsga2"])
@@ -339,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         budget=args.budget,
         think_s=args.think_s,
         idle_s=args.idle_s,
+        claim_next=args.claim_next,
         keepalive_s=args.keepalive_s,
         space=args.space,
         strategy=args.strategy,

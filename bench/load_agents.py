@@ -57,6 +57,8 @@ class Load:
     keepalive_s: float = 2.0
     space: dict | None = None  # the searches' space (default: LTS's GPT-2 space)
     strategy: str = "lts"  # hwnas: a proposal round after every result, outside the lock
+    # Each result also claims the agent's next job (`claim_next`), as `hwnas agent` does.
+    claim_next: bool = False
 
     def search_request(self, index: int) -> dict:
         """A search (LTS unless `strategy` says otherwise) whose first generation keeps about
@@ -111,20 +113,25 @@ class Generator:
         info = reply.json()
         agent_id, auth = info["agent_id"], {"authorization": f"Bearer {info['credential']}"}
         rng = random.Random(index)
+        lease = None
         while not self.stop.is_set():
-            reply = await self.call("claim", f"/api/v1/agents/{agent_id}/claim", auth)
-            if reply is None or reply.status_code != 200:
-                await asyncio.sleep(self.load.idle_s)
-                continue
-            lease = reply.json()
+            if lease is None:
+                reply = await self.call("claim", f"/api/v1/agents/{agent_id}/claim", auth)
+                if reply is None or reply.status_code != 200:
+                    await asyncio.sleep(self.load.idle_s)
+                    continue
+                lease = reply.json()
             self.leases.append(lease["job_id"])
             await asyncio.sleep(self.load.think_s * rng.uniform(0.5, 1.5))
-            await self.report(agent_id, auth, lease)
+            lease = await self.report(agent_id, auth, lease)
 
-    async def report(self, agent_id: str, auth: dict, lease: dict) -> None:
+    async def report(self, agent_id: str, auth: dict, lease: dict) -> dict | None:
         """Report the lease's measurement; a transport error or a 5xx is retried, as an agent
-        does (the retry is a request of its own, and the failure stays counted)."""
+        does (the retry is a request of its own, and the failure stays counted). Returns the
+        next job when the answer brought one (`claim_next`)."""
         path = f"/api/v1/jobs/{lease['job_id']}/result"
+        if self.load.claim_next:
+            path += "?claim_next=true"
         body = {
             "agent_id": agent_id,
             "lease_id": lease["lease_id"],
@@ -136,10 +143,11 @@ class Generator:
                 got = reply.json()
                 ids = (lease["search_id"], lease["arch_id"], lease["job_id"], agent_id)
                 self.accepted.append((*ids, bool(got.get("duplicate"))))
-                return
+                return got.get("next")
             if reply is not None and reply.status_code < 500:
-                return  # refused: retrying the same body cannot help
+                return None  # refused: retrying the same body cannot help
             await asyncio.sleep(1.0)
+        return None
 
 
 async def _generate(load: Load, url: str, enroll: str, indices: list[int], stop, barrier):  # noqa: ANN001 - multiprocessing primitives

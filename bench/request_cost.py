@@ -106,9 +106,10 @@ class Agent:
         self.id = answer.json()["agent_id"]
         self.headers = _bearer(answer.json().get("credential"))
 
-    def cycle(self) -> bool:
+    def cycle(self, last: bool = False) -> bool:
         """One job: its claim (unless the last result brought it) and its result; False when
-        there was no work."""
+        there was no work. The `last` of a run claims no next job: a lease held between runs
+        would keep an LTS generation from ending, and the other agent from work."""
         lease, self.held = self.held, None
         if lease is None:
             claimed = self.client.post(f"/api/v1/agents/{self.id}/claim", headers=self.headers)
@@ -126,7 +127,7 @@ class Agent:
             f"/api/v1/jobs/{lease['job_id']}/result",
             json=body,
             headers=self.headers,
-            params={"claim_next": True} if self.claim_next else None,
+            params={"claim_next": True} if self.claim_next and not last else None,
         )
         answer.raise_for_status()
         self.held = answer.json().get("next")
@@ -292,10 +293,11 @@ def run_served(args: argparse.Namespace) -> dict[str, Any]:
                 agent.cycle()
             pid = server.proc.pid
             rounds: dict[Agent, list[float]] = {agent: [], chained: []}
+            per_round = args.served // args.rounds
             for _ in range(args.rounds):  # several rounds: the spread says how far to trust one
                 for player, cpu in rounds.items():
                     start = tree_cpu_s(pid)
-                    worked = sum(player.cycle() for _ in range(args.served // args.rounds))
+                    worked = sum(player.cycle(last=i == per_round - 1) for i in range(per_round))
                     cpu.append((tree_cpu_s(pid) - start) * 1000 / max(worked, 1))
             http.post("/api/v1/searches/1/cancel").raise_for_status()
             agent.cycle()  # the first claim after the cancel finds nothing and is remembered
