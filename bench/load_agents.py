@@ -114,7 +114,9 @@ class Generator:
         agent_id, auth = info["agent_id"], {"authorization": f"Bearer {info['credential']}"}
         rng = random.Random(index)
         lease = None
-        while not self.stop.is_set():
+        # A job the last result brought is measured and reported even after the stop, as
+        # `hwnas agent` does, so no lease is left running.
+        while not self.stop.is_set() or lease is not None:
             if lease is None:
                 reply = await self.call("claim", f"/api/v1/agents/{agent_id}/claim", auth)
                 if reply is None or reply.status_code != 200:
@@ -130,7 +132,7 @@ class Generator:
         does (the retry is a request of its own, and the failure stays counted). Returns the
         next job when the answer brought one (`claim_next`)."""
         path = f"/api/v1/jobs/{lease['job_id']}/result"
-        if self.load.claim_next:
+        if self.load.claim_next and not self.stop.is_set():
             path += "?claim_next=true"
         body = {
             "agent_id": agent_id,
