@@ -49,10 +49,20 @@ def test_a_result_is_accepted_once_and_foreign_leases_get_409(client):
     foreign = client.post(f"{job}/result", json=_result(bob, lease))
     assert foreign.status_code == 409 and "never given to agent" in foreign.json()["detail"]
     first = client.post(f"{job}/result", json=_result(alice, lease))
-    assert first.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": False, "next": None}
+    assert first.json() == {
+        "job_id": lease["job_id"],
+        "accepted": True,
+        "duplicate": False,
+        "next": None,
+    }
     # A retry (the first answer was lost): the same answer, marked duplicate; nothing changes.
     again = client.post(f"{job}/result", json=_result(alice, lease))
-    assert again.json() == {"job_id": lease["job_id"], "accepted": True, "duplicate": True, "next": None}
+    assert again.json() == {
+        "job_id": lease["job_id"],
+        "accepted": True,
+        "duplicate": True,
+        "next": None,
+    }
     measured = client.get("/api/v1/searches/1/candidates", params={"status": "measured"}).json()
     assert len(measured) == 1
     [view] = [a for a in client.get("/api/v1/agents").json() if a["agent_id"] == alice]
