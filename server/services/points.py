@@ -71,8 +71,8 @@ def search_points(
         queued=counts.get(JobStatus.QUEUED, 0),
         running=counts.get(JobStatus.RUNNING, 0),
     )
-    # `rows` is the first field that can hold `"rows":[]`: the ones before it are numbers,
-    # the status and names the server gave.
+    # The rows go in place of the empty list: inside a JSON string its quotes would be
+    # escaped, so the first `"rows":[]` is the field's.
     encoded = answer.model_dump_json().encode()
     return encoded.replace(b'"rows":[]', b'"rows":' + _rows_json(table, first, end, extra, spec), 1)
 
