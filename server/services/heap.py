@@ -4,7 +4,7 @@ CPython's full collection walks every object that can hold references. A process
 100,000-result search (its result table, its engine) holds well over a million, and a read
 that makes many objects of its own (a /points answer) set off a full collection of about
 0.6 s on most such reads (docs/benchmarks.md, "The page's first load at 100,000": a fourth
-pass). Once a large search has been read in, `settle` moves what the process holds out of
+pass). Once a large search has been read in, `settle_after` moves what the process holds out of
 the collector's reach (`gc.freeze`); full collections then walk only what came later.
 
 Frozen objects are still freed when nothing refers to them any more. Only garbage in
