@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from server.services import views
 from tests.factories import dominates, minimised, play_agent, register, search_request
 
 
@@ -158,7 +159,8 @@ def test_candidates_come_in_pages_in_proposal_order(client):
     assert bad.status_code == 422 and "limit" in bad.json()["message"]
 
 
-def test_the_best_so_far_follows_every_result_as_it_comes(client):
+def test_the_best_so_far_follows_every_result_as_it_comes(client, monkeypatch):
+    monkeypatch.setattr(views, "BEST_BLOCK", 3)  # kept blocks and the rows after them
     request = search_request(constraints={"max_latency_ms": 2.5})
     search_id = client.post("/api/v1/searches", json=request).json()["id"]
     agent = register(client)
