@@ -39,9 +39,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
@@ -54,7 +56,7 @@ from hwnas.testing.measurements import (
     reference_reading,
     synthetic_measurement,
 )
-from hwnas.testing.servers import serve
+from hwnas.testing.servers import RunningServer, serve
 from server.app.factory import create_app
 from server.services import arrivals, jobs
 from server.services.auth import create_token
@@ -272,41 +274,48 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_served(args: argparse.Namespace) -> dict[str, Any]:
     """The same cycles against a real `hwnas serve` (uvicorn, authentication on, JSON log to
-    a file), one agent over loopback: the server process's CPU (user + system, from /proc)
-    per claim + result and per idle claim. No other client is running, so every tick the
-    server spent is this agent's."""
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "served.db"
-        with (
-            serve(Path(tmp), db, "--log-format", "json", lease_seconds=None) as server,
-            server.client(timeout=60) as http,
-        ):
-            budget = args.warm + 2 * args.served + 10
-            http.post(
-                "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
-            ).raise_for_status()
-            agent = Agent(http, server.procs.agent_token, args.readings)
-            # The same, each result claiming the next job (`claim_next`): its rounds
-            # interleaved with the plain agent's.
-            chained = Agent(http, server.procs.agent_token, args.readings, claim_next=True)
+    a file), one agent at a time over loopback: the server process's CPU (user + system, from
+    /proc) per claim + result and per idle claim. No other client is running, so every tick the
+    server spent is this agent's. With `--baseline-pythonpath`, a second server runs the code
+    that path finds, and its claim-next rounds are interleaved with this one's: a before and
+    after on the same machine at the same time."""
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        here = _served_search(stack, tmp, "server", args, None)
+        pid = here.server.proc.pid
+        agent = Agent(here.http, here.server.procs.agent_token, args.readings)
+        # The same, each result claiming the next job (`claim_next`): its rounds
+        # interleaved with the plain agent's.
+        chained = Agent(here.http, here.server.procs.agent_token, args.readings, claim_next=True)
+        players = [(agent, pid), (chained, pid)]
+        for _ in range(args.warm):
+            agent.cycle()
+        if args.baseline_pythonpath:
+            # PYTHONSAFEPATH: `python -m hwnas` would put the working directory (this
+            # checkout) ahead of PYTHONPATH.
+            env = {"PYTHONPATH": args.baseline_pythonpath, "PYTHONSAFEPATH": "1"}
+            there = _served_search(stack, tmp, "baseline", args, env)
+            baseline = Agent(
+                there.http, there.server.procs.agent_token, args.readings, claim_next=True
+            )
             for _ in range(args.warm):
-                agent.cycle()
-            pid = server.proc.pid
-            rounds: dict[Agent, list[float]] = {agent: [], chained: []}
-            per_round = args.served // args.rounds
-            for _ in range(args.rounds):  # several rounds: the spread says how far to trust one
-                for player, cpu in rounds.items():
-                    start = tree_cpu_s(pid)
-                    worked = sum(player.cycle(last=i == per_round - 1) for i in range(per_round))
-                    cpu.append((tree_cpu_s(pid) - start) * 1000 / max(worked, 1))
-            http.post("/api/v1/searches/1/cancel").raise_for_status()
-            agent.cycle()  # the first claim after the cancel finds nothing and is remembered
-            start = tree_cpu_s(pid)
-            for _ in range(args.idle):
-                agent.cycle()
-            idle = (tree_cpu_s(pid) - start) * 1000 / args.idle
+                baseline.cycle()
+            players.append((baseline, there.server.proc.pid))
+        rounds: dict[Agent, list[float]] = {player: [] for player, _ in players}
+        per_round = args.served // args.rounds
+        for index in range(args.rounds):  # several rounds: the spread says how far to trust one
+            for player, server_pid in players if index % 2 == 0 else players[::-1]:
+                start = tree_cpu_s(server_pid)
+                worked = sum(player.cycle(last=i == per_round - 1) for i in range(per_round))
+                rounds[player].append((tree_cpu_s(server_pid) - start) * 1000 / max(worked, 1))
+        here.http.post("/api/v1/searches/1/cancel").raise_for_status()
+        agent.cycle()  # the first claim after the cancel finds nothing and is remembered
+        start = tree_cpu_s(pid)
+        for _ in range(args.idle):
+            agent.cycle()
+        idle = (tree_cpu_s(pid) - start) * 1000 / args.idle
     plain, next_claimed = rounds[agent], rounds[chained]
-    return {
+    out = {
         "served_cycle_cpu_ms": {"median": statistics.median(plain), "rounds": plain},
         "served_claim_next_cycle_cpu_ms": {
             "median": statistics.median(next_claimed),
@@ -314,6 +323,38 @@ def run_served(args: argparse.Namespace) -> dict[str, Any]:
         },
         "served_idle_claim_cpu_ms": idle,
     }
+    if args.baseline_pythonpath:
+        before = rounds[players[2][0]]
+        out["served_baseline_claim_next_cycle_cpu_ms"] = {
+            "pythonpath": args.baseline_pythonpath,
+            "median": statistics.median(before),
+            "rounds": before,
+            "median_ratio": statistics.median(a / b for a, b in zip(next_claimed, before)),
+        }
+    return out
+
+
+@dataclass
+class _Served:
+    server: RunningServer
+    http: httpx.Client
+
+
+def _served_search(
+    stack: contextlib.ExitStack,
+    tmp: Path,
+    name: str,
+    args: argparse.Namespace,
+    env: dict[str, str] | None,
+) -> _Served:
+    """A real server named `name` with the benchmark's search, for the stack's life."""
+    server = stack.enter_context(
+        serve(tmp / name, tmp / f"{name}.db", "--log-format", "json", lease_seconds=None, env=env)
+    )
+    http = stack.enter_context(server.client(timeout=60))
+    budget = args.warm + 2 * args.served + 10
+    http.post("/api/v1/searches", json=_search(args.strategy, budget, args.seed)).raise_for_status()
+    return _Served(server, http)
 
 
 def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
@@ -383,6 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=5, help="rounds the served cycles form")
     parser.add_argument(
+        "--baseline-pythonpath",
+        help="with --served: also serve the code this PYTHONPATH finds (a worktree of the "
+        "commit before), its claim-next rounds interleaved with this checkout's",
+    )
+    parser.add_argument(
         "--remeasure",
         type=int,
         default=0,
@@ -425,6 +471,13 @@ def main(argv: list[str] | None = None) -> int:
             + ", ".join(f"{r:.2f}" for r in chained["rounds"])
             + ")"
         )
+        if args.baseline_pythonpath:
+            base = result["served_baseline_claim_next_cycle_cpu_ms"]
+            print(
+                f"  the baseline ({args.baseline_pythonpath}): median {base['median']:.2f} ms "
+                "(rounds: " + ", ".join(f"{r:.2f}" for r in base["rounds"]) + "); median of "
+                f"the per-round ratios, this checkout / baseline: {base['median_ratio']:.3f}"
+            )
         served = result["served_cycle_cpu_ms"]
         rounds = ", ".join(f"{r:.2f}" for r in served["rounds"])
         print(

@@ -14,7 +14,6 @@ serialise access.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Self
@@ -83,6 +82,7 @@ class Engine:
         self._frontier: list[Candidate] | None = None  # cache, extended on every tell
         self._order: dict[str, int] = {}  # arch_id -> proposal index
         self._front_values = np.zeros((0, len(self._objectives.names)))  # `minimised`, cached
+        self._front_bounds = self._objectives.bounds(self._front_values)  # and their bounds
         self._front_order = np.zeros(0, int)  # the members' proposal indices, ascending
         self._front_changes = 0  # counts changes of the cached frontier
         # ... of those, the ones that can move its hypervolume: a newcomer that some member
@@ -232,6 +232,7 @@ class Engine:
                 ],
                 dtype=float,
             ).reshape(len(self._frontier), len(self.objectives))
+            self._front_bounds = self._objectives.bounds(self._front_values)
             self._front_changes += 1
             self._front_volume_changes += 1
             self._volume_step = None
@@ -271,18 +272,26 @@ class Engine:
         if not self._objectives.feasible(candidate.proxies, told):
             return
         row = self._objectives.minimised(candidate.proxies, told)
-        joins, stays = self._objectives.extend_front(self._front_values, row)
+        row_bounds = self._objectives.bounds(np.array(row))
+        joins, stays = self._objectives.extend_front(self._front_bounds, row_bounds)
         if joins and not (self._front_values <= row).all(axis=1).any():
             self._front_volume_changes += 1
             self._volume_step = (self._front_values, row)
         if joins:  # in proposal order, where the newcomer's index falls among the kept
-            kept = list(itertools.compress(self._frontier, stays))
+            kept = self._frontier.copy()
+            for gone in np.flatnonzero(~stays)[::-1]:  # few leave at once: no pass in Python
+                del kept[gone]
             kept_order = self._front_order[stays]
             index = self._order[candidate.arch_id]
             at = int(np.searchsorted(kept_order, index, side="right"))
             self._frontier = [*kept[:at], candidate, *kept[at:]]
             self._front_order = np.insert(kept_order, at, index)
             self._front_values = np.insert(self._front_values[stays], at, row, axis=0)
+            low, high = self._front_bounds
+            self._front_bounds = (
+                np.insert(low[stays], at, row_bounds[0][0], axis=0),
+                np.insert(high[stays], at, row_bounds[1][0], axis=0),
+            )
             self._front_changes += 1
 
     def history(self) -> list[HistoryRecord]:

@@ -107,15 +107,21 @@ class Objectives:
         mask, _ = front_beyond_noise(nominal, low, high)
         return mask
 
-    def extend_front(self, front: NDArray, row: Sequence[float]) -> tuple[bool, NDArray[np.bool_]]:
-        """One more row beside a frontier (as `front` gives it; both as `minimised` values):
-        (whether the row joins it, which members stay). Dominated beyond the tolerance is
-        transitive with one width per objective, so this is `front` of the frontier and the
-        row, at the cost of one comparison per member."""
-        nominal = np.vstack([np.reshape(front, (-1, len(self.names))), [row]])
-        low, high = interval_bounds(nominal, np.broadcast_to(self._widths(), nominal.shape))
-        joins = not dominated_by(low[-1:], high[:-1])[0]
-        stays = ~dominated_by(low[:-1], high[-1:]) if joins else np.ones(len(front), dtype=bool)
+    def bounds(self, values: NDArray) -> tuple[NDArray, NDArray]:
+        """(low, high) of rows of `minimised` values, by the tolerance's widths."""
+        values = np.reshape(values, (-1, len(self.names)))
+        return interval_bounds(values, np.broadcast_to(self._widths(), values.shape))
+
+    def extend_front(
+        self, front: tuple[NDArray, NDArray], row: tuple[NDArray, NDArray]
+    ) -> tuple[bool, NDArray[np.bool_]]:
+        """One more row beside a frontier (each as `bounds` of the `minimised` values `front`
+        gives): (whether the row joins it, which members stay). Dominated beyond the
+        tolerance is transitive with one width per objective, so this is `front` of the
+        frontier and the row, at the cost of one comparison per member."""
+        (front_low, front_high), (row_low, row_high) = front, row
+        joins = not dominated_by(row_low, front_high)[0]
+        stays = ~dominated_by(front_low, row_high) if joins else np.ones(len(front_low), bool)
         return joins, stays
 
     def _widths(self) -> NDArray:

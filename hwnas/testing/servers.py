@@ -74,18 +74,19 @@ def start_server(
     *extra: str,
     name: str = "server",
     lease_seconds: float | None = TEST_LEASE_SECONDS,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen:
     """`hwnas serve` on 127.0.0.1:`port` over `db` (a file or a URL) with the arguments
-    `extra`, as `name` of `procs`; returns once healthy. `lease_seconds=None` leaves the
-    server's default lease. Starting it again under the same name (a restart) keeps the
-    tokens and appends to the log."""
+    `extra`, as `name` of `procs`, `env` added to its environment; returns once healthy.
+    `lease_seconds=None` leaves the server's default lease. Starting it again under the same
+    name (a restart) keeps the tokens and appends to the log."""
     if "--no-auth" not in extra and procs.user_token is None:
         procs.user_token = create_token(db, "user", "tests")
         procs.agent_token = create_token(db, "agent", "test-agents")
     args = ["serve", "--port", str(port), "--db", str(db), *extra]
     if lease_seconds is not None:
         args += ["--lease-seconds", str(lease_seconds)]
-    proc = procs.start(name, *args)
+    proc = procs.start(name, *args, env=env)
     try:
         wait_healthy(loopback_url(port), proc, procs.log_path(name))
     except ServerDidNotStart:
@@ -118,13 +119,16 @@ def serve(
     name: str = "server",
     lease_seconds: float | None = None,
     grace_s: float = 30.0,
+    env: dict[str, str] | None = None,
 ) -> Iterator[RunningServer]:
     """`start_server` on a free port for the with-block, logging to `folder`/`name`.log;
     stopped (SIGTERM, SIGKILL after `grace_s`) when the block ends."""
     procs = Processes(folder)
     port = free_port()
     try:
-        proc = start_server(procs, db, port, *extra, name=name, lease_seconds=lease_seconds)
+        proc = start_server(
+            procs, db, port, *extra, name=name, lease_seconds=lease_seconds, env=env
+        )
         yield RunningServer(loopback_url(port), proc, procs)
     finally:
         procs.stop_all(grace_s)

@@ -8,8 +8,8 @@ from typing import Annotated
 from fastapi import Depends, Path, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from server.errors import Unauthenticated
-from server.services.auth import Caller, claimed_agent, identify, require
+from server.services.auth import OPEN, Caller, identify, require
+from server.services.auth import agent_caller as caller_of_agent_route
 from server.services.context import Services
 from server.store.store import Store
 
@@ -40,7 +40,6 @@ _bearer = HTTPBearer(
     auto_error=False,
     description="A user token, an agent enrollment token, or an agent's credential",
 )
-OPEN = Caller("open")
 
 
 def caller(
@@ -79,24 +78,8 @@ def agent_caller(
     request: Request,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
 ) -> Caller:
-    """Claims, heartbeats, results: an agent's credential, checked against the agent's row
-    in the request's own transaction (`server.services.auth.check_agent`), which saves every
-    request a read of its own; any other secret is identified here."""
-    store = store_of(request)
-    if not store.settings.auth:
-        return OPEN
-    authorization = request.headers.get("authorization")
-    if not authorization:
-        raise Unauthenticated(
-            "claims, heartbeats and results need the agent's credential: send "
-            "'Authorization: Bearer <credential>', the credential this server issued when the "
-            "agent registered with an enrollment token"
-        )
-    who = claimed_agent(authorization)
-    if who is None:
-        with store.read() as session:
-            who = identify(session, authorization)
-    return who
+    """Claims, heartbeats, results: an agent's credential (`server.services.auth.agent_caller`)."""
+    return caller_of_agent_route(store_of(request), request.headers.get("authorization"))
 
 
 AgentCaller = Annotated[Caller, Depends(agent_caller)]

@@ -38,14 +38,19 @@ def http_status(error: HwnasError) -> int:
     return 400
 
 
-async def domain_error(_request: Request, exc: HwnasError) -> JSONResponse:
+def domain_answer(exc: HwnasError) -> tuple[int, dict, dict[str, str] | None]:
+    """A domain error's status, JSON body and headers, wherever it is answered."""
     body: dict = {"detail": str(exc)}
     if isinstance(exc, InvalidSpec):
         body["field"] = exc.field
     if isinstance(exc, NotFound):
         body["resource"] = exc.what
     status = http_status(exc)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return status, body, {"WWW-Authenticate": "Bearer"} if status == 401 else None
+
+
+async def domain_error(_request: Request, exc: HwnasError) -> JSONResponse:
+    status, body, headers = domain_answer(exc)
     return JSONResponse(status_code=status, content=body, headers=headers)
 
 

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from server.errors import Forbidden, Unauthenticated
 from server.store.rows import AgentRow, TokenRow
+from server.store.store import Store
 
 TokenKind = Literal["user", "agent"]
 PREFIX = {"user": "hwnas_u_", "agent": "hwnas_e_", "credential": "hwnas_a_"}
@@ -175,6 +176,28 @@ def identify(session: Session, authorization: str | None) -> Caller | None:
             f"token {token.name!r} was revoked at {token.revoked_at:%Y-%m-%d %H:%M} UTC"
         )
     return Caller(token.kind, token_id=token.id)  # type: ignore[arg-type]
+
+
+OPEN = Caller("open")
+
+
+def agent_caller(store: Store, authorization: str | None) -> Caller:
+    """The caller of a claim, heartbeat or result: an agent's credential, checked against the
+    agent's row in the request's own transaction (`check_agent`), which saves every request a
+    read of its own; any other secret is identified here. OPEN when auth is off."""
+    if not store.settings.auth:
+        return OPEN
+    if not authorization:
+        raise Unauthenticated(
+            "claims, heartbeats and results need the agent's credential: send "
+            "'Authorization: Bearer <credential>', the credential this server issued when the "
+            "agent registered with an enrollment token"
+        )
+    who = claimed_agent(authorization)
+    if who is None:
+        with store.read() as session:
+            who = identify(session, authorization)
+    return who
 
 
 def require(caller: Caller | None, kind: Literal["user", "agent"], action: str) -> Caller:

@@ -26,10 +26,12 @@ def test_a_tiny_run_counts_statements_and_idle_claims_write_nothing(tmp_path: Pa
 
 def test_with_credentials_and_a_real_server_the_cycles_still_do_work(tmp_path: Path) -> None:
     """--auth sends credentials as deployed agents do; --served times a real `hwnas serve`
-    (its CPU per cycle comes from /proc: positive, one figure per round)."""
+    (its CPU per cycle comes from /proc: positive, one figure per round), and with
+    --baseline-pythonpath a second one (here the same code) in the same rounds."""
     out = tmp_path / "cost.json"
     argv = ["--warm", "3", "--cycles", "4", "--idle", "3", "--profile", "1", "--auth"]
     argv += ["--served", "6", "--rounds", "2", "--json", str(out)]
+    argv += ["--baseline-pythonpath", str(Path(request_cost.__file__).parents[1])]
     assert request_cost.main(argv) == 0
     result = json.loads(out.read_text())
     assert result["auth"] is True and result["worked"] == 4
@@ -37,6 +39,8 @@ def test_with_credentials_and_a_real_server_the_cycles_still_do_work(tmp_path: P
         served = result[kind]
         assert len(served["rounds"]) == 2 and served["median"] > 0
     assert result["served_idle_claim_cpu_ms"] >= 0
+    baseline = result["served_baseline_claim_next_cycle_cpu_ms"]
+    assert len(baseline["rounds"]) == 2 and baseline["median_ratio"] > 0
 
 
 def test_the_results_of_re_measurements_at_a_search_s_end_are_timed_apart(tmp_path: Path) -> None:

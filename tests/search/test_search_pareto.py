@@ -162,7 +162,8 @@ def test_a_frontier_extended_one_row_at_a_time_is_the_frontier_of_all_rows(width
     for _ in range(150):
         row = dict(zip(names, rng.integers(1, 12, size=3).astype(float) * [1e6, 3, 20]))
         values = minimised(names, [rows[i] for i in front] + [row])
-        joins, stays = objectives.extend_front(values[:-1], values[-1])
+        low, high = objectives.bounds(values)
+        joins, stays = objectives.extend_front((low[:-1], high[:-1]), (low[-1:], high[-1:]))
         rows.append(row)
         if joins:
             front = [i for i, keep in zip(front, stays) if keep] + [len(rows) - 1]

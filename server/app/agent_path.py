@@ -1,0 +1,223 @@
+"""The agents' three routes (claim, heartbeat, result), answered in front of FastAPI.
+
+They are the requests a fleet sends most, and FastAPI's machinery around a route (its
+middleware, routing, dependency solving, validation, background tasks) cost a request about as
+much as the services behind it (docs/benchmarks.md, "The agents' requests in front of
+FastAPI"). Here a request that reads as its route expects is answered directly: the same wire
+models validate it, the same services answer it, domain errors translate as
+server.app.errors translates them. Anything else (no Content-Length or a body over the limit,
+another content type, an unexpected query, a body or path the models refuse) goes on to the
+FastAPI route untouched, its body replayed, so that every refusal keeps its one shape and its
+one place. The routes stay in the API (server.api.jobs) for the schema and for those requests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ValidationError
+from starlette.responses import JSONResponse, Response
+
+from archvocab.errors import HwnasError
+from archvocab.wire import API_PREFIX, JobResult, LeaseRef
+from server.api.encoded import encoded
+from server.app.errors import domain_answer
+from server.services import arrivals, jobs
+from server.services.auth import agent_caller
+from server.services.context import Services
+
+# Bounds the API's path parameters declare (server.api.deps): outside them, FastAPI answers.
+_MAX_ID = 2**31 - 1
+_MAX_AGENT_ID = 64
+
+
+@dataclass
+class _Answer:
+    """What a handler decided, in a worker thread: the response, and a task for after it."""
+
+    response: Response
+    after: Callable[[], None] | None = None
+
+
+# A handler's arguments: the services, the path's match, the query string, the body and the
+# Authorization header. None: not this path's to answer, FastAPI's route answers instead.
+Handler = Callable[[Services, re.Match, str, bytes, str | None], _Answer | None]
+
+
+@dataclass(frozen=True)
+class _Route:
+    path: str  # the route's template, as its metrics and log label (ObserveRequests)
+    pattern: re.Pattern
+    handle: Handler
+    reads_body: bool = True
+
+
+def _model(kind: type[BaseModel], body: bytes) -> Any:
+    """The body as `kind`, read as FastAPI reads it (json.loads, then validation); None when
+    it does not read, for FastAPI's route to say why."""
+    try:
+        return kind.model_validate(json.loads(body))
+    except (ValueError, RecursionError, ValidationError):
+        return None
+
+
+def _answered(step: Callable[[], _Answer]) -> _Answer:
+    try:
+        return step()
+    except HwnasError as error:
+        status, body, headers = domain_answer(error)
+        return _Answer(JSONResponse(body, status_code=status, headers=headers))
+
+
+def _id(text: str) -> int | None:
+    value = int(text)
+    return value if 1 <= value <= _MAX_ID else None
+
+
+def _claim(services: Services, match: re.Match, query: str, body: bytes, auth: str | None):
+    agent_id = match["agent_id"]
+    if query or len(agent_id) > _MAX_AGENT_ID or "\x00" in agent_id:
+        return None
+
+    def step() -> _Answer:
+        lease = jobs.claim(services, agent_id, agent_caller(services.store, auth))
+        return _Answer(Response(status_code=204) if lease is None else encoded(lease))
+
+    return _answered(step)
+
+
+def _heartbeat(services: Services, match: re.Match, query: str, body: bytes, auth: str | None):
+    job_id, ref = _id(match["job_id"]), _model(LeaseRef, body)
+    if query or job_id is None or ref is None:
+        return None
+
+    def step() -> _Answer:
+        who = agent_caller(services.store, auth)
+        return _Answer(encoded(jobs.heartbeat(services.store, job_id, ref, who)))
+
+    return _answered(step)
+
+
+# The query a result may carry, as FastAPI reads a bool: anything else goes to its route.
+_CLAIM_NEXT = {"": False, "claim_next=true": True, "claim_next=false": False}
+
+
+def _result(services: Services, match: re.Match, query: str, body: bytes, auth: str | None):
+    job_id, result = _id(match["job_id"]), _model(JobResult, body)
+    claim_next = _CLAIM_NEXT.get(query)
+    if job_id is None or result is None or claim_next is None:
+        return None
+
+    def step() -> _Answer:
+        # As server.api.jobs.submit_result: the search hears of it once the answer has gone.
+        who = agent_caller(services.store, auth)
+        receipt, search_id = jobs.submit_result(services, job_id, result, who)
+        if claim_next:
+            receipt.next = jobs.claim(services, result.agent_id, who)
+        after = None
+        if search_id is not None:
+            after = lambda: arrivals.settle_after_answer(services, search_id)  # noqa: E731
+        return _Answer(encoded(receipt), after)
+
+    return _answered(step)
+
+
+ROUTES = (
+    _Route(
+        f"{API_PREFIX}/agents/{{agent_id}}/claim",
+        re.compile(rf"{re.escape(API_PREFIX)}/agents/(?P<agent_id>[^/]+)/claim"),
+        _claim,
+        reads_body=False,
+    ),
+    _Route(
+        f"{API_PREFIX}/jobs/{{job_id}}/heartbeat",
+        re.compile(rf"{re.escape(API_PREFIX)}/jobs/(?P<job_id>[0-9]{{1,10}})/heartbeat"),
+        _heartbeat,
+    ),
+    _Route(
+        f"{API_PREFIX}/jobs/{{job_id}}/result",
+        re.compile(rf"{re.escape(API_PREFIX)}/jobs/(?P<job_id>[0-9]{{1,10}})/result"),
+        _result,
+    ),
+)
+
+Receive = Callable[[], Awaitable[dict]]
+
+
+class AgentPath:
+    """ASGI middleware: the agents' routes answered here when they read as expected."""
+
+    def __init__(self, app, services: Services, max_bytes: int) -> None:  # noqa: ANN001
+        self.app = app
+        self.services = services
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001 - ASGI callables
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        for route in ROUTES:
+            match = route.pattern.fullmatch(scope["path"])
+            if match is not None:
+                break
+        else:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        body = b""
+        if route.reads_body:
+            length = headers.get(b"content-length", b"")
+            json_body = headers.get(b"content-type", b"application/json").startswith(
+                b"application/json"
+            )
+            if not length.isdigit() or int(length) > self.max_bytes or not json_body:
+                await self.app(scope, receive, send)  # FastAPI and the body limit say why
+                return
+            body = await _body(receive)
+        authorization = headers.get(b"authorization")
+        scope["route"] = route
+        answer = await anyio.to_thread.run_sync(
+            route.handle,
+            self.services,
+            match,
+            scope["query_string"].decode("latin-1"),
+            body,
+            None if authorization is None else authorization.decode("latin-1"),
+        )
+        if answer is None:
+            await self.app(scope, _replay(body, receive), send)
+            return
+        await answer.response(scope, receive, send)
+        if answer.after is not None:
+            await anyio.to_thread.run_sync(answer.after)
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # the client went away: whatever came is what there is
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the app behind, giving it the body already read."""
+    sent = False
+
+    async def replayed() -> dict:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed

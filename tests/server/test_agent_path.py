@@ -1,0 +1,138 @@
+"""The agents' routes answered in front of FastAPI (server.app.agent_path): requests that read
+as expected never reach the app behind; any other goes on to it whole, and gets its answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from server.app.agent_path import AgentPath
+from server.app.factory import create_app
+from server.settings import Settings
+from tests.factories import register, search_request, synthetic_measurement
+
+
+class Behind:
+    """The app behind the AgentPath under test (the whole hwnas app), noting what reaches it."""
+
+    def __init__(self, app) -> None:  # noqa: ANN001 - an ASGI app
+        self.app = app
+        self.reached: list[tuple[str, bytes]] = []
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001 - ASGI callables
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+
+        async def noted() -> dict:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            return message
+
+        try:
+            await self.app(scope, noted, send)
+        finally:
+            self.reached.append((f"{scope['method']} {scope['path']}", b"".join(chunks)))
+
+
+@pytest.fixture
+def fronted(tmp_path: Path):
+    """(a client of an AgentPath in front of the app, what reached the app), auth as asked."""
+
+    def make(**settings) -> tuple[TestClient, Behind]:
+        url = f"sqlite:///{tmp_path / 'a.db'}"
+        app = create_app(Settings(database_url=url, max_request_bytes=4096, **settings))
+        behind = Behind(app)
+        front = AgentPath(behind, app.state.services, max_bytes=4096)
+        client = TestClient(front)
+        made.append(client.__enter__())
+        return client, behind
+
+    made: list[TestClient] = []
+    yield make
+    for client in made:
+        client.__exit__(None, None, None)
+
+
+def _result(agent: str, lease: dict) -> dict:
+    return {
+        "agent_id": agent,
+        "lease_id": lease["lease_id"],
+        "measurement": synthetic_measurement(lease["spec"]),
+    }
+
+
+def test_claims_heartbeats_and_results_that_read_never_reach_the_app(fronted):
+    client, behind = fronted()
+    client.post("/api/v1/searches", json=search_request())
+    agent = register(client)
+    behind.reached.clear()
+    claimed = client.post(f"/api/v1/agents/{agent}/claim")
+    assert claimed.status_code == 200 and claimed.headers["content-type"] == "application/json"
+    lease, results = claimed.json(), 0
+    beat = client.post(
+        f"/api/v1/jobs/{lease['job_id']}/heartbeat",
+        json={"agent_id": agent, "lease_id": lease["lease_id"]},
+    )
+    assert beat.status_code == 200 and beat.json()["job_id"] == lease["job_id"]
+    while lease is not None:
+        url = f"/api/v1/jobs/{lease['job_id']}/result"
+        answer = client.post(url, params={"claim_next": True}, json=_result(agent, lease))
+        assert answer.status_code == 200 and answer.json()["accepted"] is True
+        lease, results = answer.json()["next"], results + 1
+    assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+    assert behind.reached == []
+    measured = client.get("/api/v1/searches/1/candidates", params={"status": "measured"}).json()
+    assert results == len(measured) == 12  # the search heard every result
+    assert behind.reached == [("GET /api/v1/searches/1/candidates", b"")]
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "body", "status", "named"),
+    [
+        ("/api/v1/jobs/1/result", "", b"{not json", 422, "JSON decode error"),
+        ("/api/v1/jobs/1/result", "", b'{"agent_id": "a"}', 422, "lease_id"),
+        ("/api/v1/jobs/1/result", "claim_next=maybe", None, 422, "claim_next"),
+        ("/api/v1/jobs/0/result", "", None, 422, "job_id"),
+        (f"/api/v1/jobs/{2**31}/result", "", None, 422, "job_id"),
+        ("/api/v1/jobs/1/heartbeat", "", b'{"agent_id": 5}', 422, "agent_id"),
+        ("/api/v1/agents/" + "a" * 65 + "/claim", "", b"", 422, "agent_id"),
+        ("/api/v1/jobs/1/result", "", b"x" * 5000, 413, "limit"),
+    ],
+)
+def test_requests_that_do_not_read_go_on_whole_and_get_the_apps_answer(
+    fronted, path, query, body, status, named
+):
+    client, behind = fronted()
+    agent = register(client)
+    if body is None:
+        body = b'{"agent_id": "%s", "lease_id": "x", "measurement": null}' % agent.encode()
+    url = f"{path}?{query}" if query else path
+    answer = client.post(url, content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == status and named in answer.text
+    assert behind.reached[-1] == (f"POST {path}", body if status != 413 else b"")
+
+
+def test_domain_errors_answered_in_front_have_the_apps_shape(fronted):
+    client, behind = fronted(auth=True)
+    behind.reached.clear()
+    unsigned = client.post("/api/v1/agents/someone/claim")
+    assert unsigned.status_code == 401 and unsigned.headers["www-authenticate"] == "Bearer"
+    assert "the agent's credential" in unsigned.json()["detail"]
+    stranger = client.post(
+        "/api/v1/agents/someone/claim", headers={"authorization": "Bearer hwnas_a_unknown"}
+    )
+    assert stranger.status_code == 401 and "credential" in stranger.json()["detail"]
+    assert behind.reached == []
+
+
+def test_an_unknown_job_is_a_404_naming_it(fronted):
+    client, behind = fronted()
+    agent = register(client)
+    body = {"agent_id": agent, "lease_id": "x", "failure": {"kind": "error", "message": "m"}}
+    answer = client.post("/api/v1/jobs/77/result", json=body)
+    assert answer.status_code == 404 and answer.json()["resource"] == "job"
+    assert behind.reached[-1][0] == "POST /api/v1/agents"  # the registration, not the result
