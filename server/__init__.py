@@ -8,6 +8,7 @@ the database and HTTP together, in layers (bottom to top):
     api/       HTTP routes under /api/v1, one module per resource; their dependencies (deps)
                and documented error answers; the dashboard's pages
     app/       the application: create_app, error translation, middleware (one per module),
+               the agents' claims and results answered in front of FastAPI (agent_path),
                /healthz, /metrics, logging setup, the ASGI entry for worker processes
     cli/       `hwnas serve`, `hwnas token`, `hwnas demo`: entry points, imported only by name
                from hwnas.cli
