@@ -172,9 +172,8 @@ class AgentPath:
         body = b""
         if route.reads_body:
             length = headers.get(b"content-length", b"")
-            json_body = headers.get(b"content-type", b"application/json").startswith(
-                b"application/json"
-            )
+            # FastAPI reads a body without a content type as no JSON at all (a 422)
+            json_body = headers.get(b"content-type", b"").startswith(b"application/json")
             if not length.isdigit() or int(length) > self.max_bytes or not json_body:
                 await self.app(scope, receive, send)  # FastAPI and the body limit say why
                 return

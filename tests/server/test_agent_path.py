@@ -116,6 +116,17 @@ def test_requests_that_do_not_read_go_on_whole_and_get_the_apps_answer(
     assert behind.reached[-1] == (f"POST {path}", body if status != 413 else b"")
 
 
+@pytest.mark.parametrize("content_type", [None, "text/plain"])
+def test_a_body_that_is_not_sent_as_json_goes_on_and_is_refused(fronted, content_type):
+    client, behind = fronted()
+    agent = register(client)
+    body = b'{"agent_id": "%s", "lease_id": "x"}' % agent.encode()
+    headers = {} if content_type is None else {"content-type": content_type}
+    answer = client.post("/api/v1/jobs/5/heartbeat", content=body, headers=headers)
+    assert answer.status_code == 422 and "valid dictionary" in answer.text
+    assert behind.reached[-1] == ("POST /api/v1/jobs/5/heartbeat", body)
+
+
 def test_domain_errors_answered_in_front_have_the_apps_shape(fronted):
     client, behind = fronted(auth=True)
     behind.reached.clear()
