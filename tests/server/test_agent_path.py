@@ -10,8 +10,9 @@ from fastapi.testclient import TestClient
 
 from server.app.agent_path import AgentPath
 from server.app.factory import create_app
+from server.services import auth
 from server.settings import Settings
-from tests.factories import register, search_request, synthetic_measurement
+from tests.factories import FINGERPRINT, register, search_request, synthetic_measurement
 
 
 class Behind:
@@ -138,6 +139,46 @@ def test_domain_errors_answered_in_front_have_the_apps_shape(fronted):
     )
     assert stranger.status_code == 401 and "credential" in stranger.json()["detail"]
     assert behind.reached == []
+
+
+def test_refusals_answered_in_front_are_those_fastapi_gives(fronted):
+    """Each refused claim and heartbeat, sent as is (answered in front) and with a query
+    parameter FastAPI ignores (which sends it on): the same status, body and headers."""
+    client, behind = fronted(auth=True)
+    store = behind.app.state.store
+    with store.write() as session:
+        _, user = auth.create_token(session, "alice", "user", store.now())
+        _, enroll = auth.create_token(session, "fleet", "agent", store.now())
+    client.post("/api/v1/searches", json=search_request(), headers=_bearer(user))
+    body = {"device_class": "test-cpu", "fingerprint": FINGERPRINT}
+    registered = client.post("/api/v1/agents", json=body, headers=_bearer(enroll)).json()
+    agent, credential = registered["agent_id"], _bearer(registered["credential"])
+    lease = client.post(f"/api/v1/agents/{agent}/claim", headers=credential).json()
+    beat = f"/api/v1/jobs/{lease['job_id']}/heartbeat"
+    wrong = {"agent_id": agent, "lease_id": "not-this-one"}
+    cases = [
+        ("/api/v1/agents/nobody/claim", None, credential),  # another agent's credential
+        ("/api/v1/agents/nobody/claim", None, {}),
+        ("/api/v1/agents/nobody/claim", None, {"authorization": "Basic abc"}),
+        ("/api/v1/agents/nobody/claim", None, _bearer(user)),
+        (beat, wrong, credential),
+        ("/api/v1/jobs/999/heartbeat", {"agent_id": agent, "lease_id": "x"}, credential),
+        (beat, {**wrong, "agent_id": "nobody"}, credential),
+    ]
+    for path, sent, headers in cases:
+        answers = []
+        for query in ("", "?unread=1"):
+            before = len(behind.reached)
+            answer = client.post(path + query, json=sent, headers=headers)
+            answers.append(
+                (answer.status_code, answer.json(), answer.headers.get("www-authenticate"))
+            )
+            assert len(behind.reached) == before + bool(query)
+        assert answers[0] == answers[1] and answers[0][0] >= 400, (path, answers)
+
+
+def _bearer(secret: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {secret}"}
 
 
 def test_an_unknown_job_is_a_404_naming_it(fronted):
