@@ -56,9 +56,7 @@ def submit_result(
     results. The search hears of the result once the answer has gone (`arrivals.settle`).
     With `claim_next`, the agent's next job comes with the answer, as its claim would."""
     services = services_of(request)
-    receipt, search_id = jobs.submit_result(services, job_id, body, who)
+    receipt, search_id = jobs.report(services, job_id, body, who, claim_next)
     if search_id is not None:
         after.add_task(arrivals.settle_after_answer, services, search_id)
-    if claim_next:
-        receipt.next = jobs.claim(services, body.agent_id, who)
     return encoded(receipt)

@@ -116,9 +116,7 @@ def _result(services: Services, match: re.Match, query: str, body: bytes, auth: 
     def step() -> _Answer:
         # As server.api.jobs.submit_result: the search hears of it once the answer has gone.
         who = agent_caller(services.store, auth)
-        receipt, search_id = jobs.submit_result(services, job_id, result, who)
-        if claim_next:
-            receipt.next = jobs.claim(services, result.agent_id, who)
+        receipt, search_id = jobs.report(services, job_id, result, who, claim_next)
         after = None
         if search_id is not None:
             after = lambda: arrivals.settle_after_answer(services, search_id)  # noqa: E731

@@ -467,6 +467,21 @@ def _admit(row: Row[Any], result: JobResult) -> bool:
     return True
 
 
+def report(
+    services: Services,
+    job_id: int,
+    result: JobResult,
+    caller: Caller = TRUSTED,
+    claim_next: bool = False,
+) -> tuple[ResultReceipt, int | None]:
+    """`submit_result`, and with `claim_next` the agent's next job claimed after it and
+    answered as the receipt's `next`: one request per job (a refused result raises first)."""
+    receipt, search_id = submit_result(services, job_id, result, caller)
+    if claim_next:
+        receipt.next = claim(services, result.agent_id, caller)
+    return receipt, search_id
+
+
 def submit_result(
     services: Services, job_id: int, result: JobResult, caller: Caller = TRUSTED
 ) -> tuple[ResultReceipt, int | None]:
