@@ -355,7 +355,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+def run(
+    args: argparse.Namespace,
+    say: Callable[[str], None],
+    seed_done: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Every seed's searches, re-measurements and scores; `seed_done` hears the result so far
+    after each seed (a run cut short keeps the seeds it finished)."""
     space = parse_space({**(DeviceReplay.load().space or {}), **args.space})  # the table's
     measure = agent_path(MeasurementSettings(**args.measurement))
     largest = extremes(space)[0]
@@ -383,7 +389,10 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
         references.append(
             {"seed": seed, "readings": readings, "again": again, "normaliser": normaliser.to_dict()}
         )
-    return {"space": space.to_dict(), "runs": runs, "references": references, "scored": scored}
+        result = {"space": space.to_dict(), "runs": runs, "references": references}
+        if seed_done is not None:
+            seed_done({**result, "scored": scored})
+    return {**result, "scored": scored}
 
 
 def merged(paths: Sequence[Path]) -> tuple[dict[str, Any], list[str], list[int]]:
@@ -412,22 +421,23 @@ def merged(paths: Sequence[Path]) -> tuple[dict[str, Any], list[str], list[int]]
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
+
+    def written(result: dict[str, Any]) -> list[str]:
+        """The report of `result`; with --json, the result and report written there."""
+        lines = report(result["scored"], args.contenders, args.checkpoints)
+        if args.json is not None:
+            command = command_line(["bench/peers_real.py"], argv)
+            wall_s = time.perf_counter() - started
+            write_json(args.json, {"command": command, "wall_s": wall_s, **result, "report": lines})
+        return lines
+
     if args.merge:
         result, contenders, checkpoints = merged(args.merge)
         args.contenders, args.checkpoints = contenders, checkpoints
-    else:
-        result = run(args, lambda line: print(line, file=sys.stderr, flush=True))
-    lines = report(result["scored"], args.contenders, args.checkpoints)
-    print("\n".join(lines))
-    if args.json is not None:
-        command = command_line(["bench/peers_real.py"], argv)
-        payload = {
-            "command": command,
-            "wall_s": time.perf_counter() - started,
-            **result,
-            "report": lines,
-        }
-        write_json(args.json, payload)
+    else:  # each seed written as soon as it is scored: a run cut short keeps those it finished
+        say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        result = run(args, say, written)
+    print("\n".join(written(result)))
     return 0
 
 

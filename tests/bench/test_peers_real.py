@@ -87,7 +87,9 @@ def test_two_contenders_measured_for_real_and_judged_on_their_re_measured_fronti
         ]
     )  # fmt: skip
     assert args.checkpoints == [2, 3]
-    result = run(args, lambda _line: None)
+    heard = []  # what a run cut short after this seed would have kept
+    result = run(args, lambda _line: None, heard.append)
+    assert [h["scored"] for h in heard] == [result["scored"]] and heard[0]["references"]
     runs = {r["contender"]: r for r in result["runs"]}
     assert set(runs) == {"hwnas", "optuna-tpe"}
     for r in runs.values():
