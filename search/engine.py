@@ -25,7 +25,7 @@ from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec, SearchSpace, parse_spec
 from archvocab.wire import Constraints, Population
 from search.errors import AlreadyTold, InvalidHistory, SearchError, UnknownCandidate
-from search.hypervolume import Normaliser, added_volume, hypervolume
+from search.hypervolume import Normaliser, added_volume, hypervolume, shaping
 from search.objectives import Objectives
 from search.records import PENDING, Candidate, HistoryRecord, Outcome, PendingType
 
@@ -220,6 +220,10 @@ class Engine:
     def frontier(self) -> list[Candidate]:
         """Told, successful, feasible candidates not dominated beyond the measurement noise
         (`tolerance`; exactly non-dominated without one), in proposal order."""
+        return list(self._current_frontier())
+
+    def _current_frontier(self) -> list[Candidate]:
+        """The cached frontier itself (built when missing), not a copy: for reading only."""
         if self._frontier is None:
             pool = [(c, t) for c, t in self.measured() if self._objectives.feasible(c.proxies, t)]
             mask = self._objectives.front([{**c.proxies, **t} for c, t in pool])
@@ -236,13 +240,13 @@ class Engine:
             self._front_changes += 1
             self._front_volume_changes += 1
             self._volume_step = None
-        return list(self._frontier)
+        return self._frontier
 
     def frontier_hypervolume(self, normaliser: Normaliser) -> float:
         """The hypervolume of `frontier()` under `normaliser`, computed again only when the
         frontier's volume or the normalisation can have changed (most results leave the
         frontier as it was, and most that join it within the noise add no volume)."""
-        front = self.frontier()
+        front = self._current_frontier()
         same = normaliser.objectives == self.objectives  # else a projection: any change counts
         changes = self._front_volume_changes if same else self._front_changes
         key = (changes, json.dumps(normaliser.to_dict(), sort_keys=True))
@@ -252,7 +256,8 @@ class Engine:
         signs = self._objectives.signs  # `minimised` undone by multiplying with them
         if same and cached is not None and cached[0] == (changes - 1, key[1]) and self._volume_step:
             before, newcomer = self._volume_step  # one newcomer since: add what it adds
-            scaled = normaliser.scale(np.vstack([before, newcomer]) * signs)
+            near = before[shaping(before, newcomer)]  # before scaling: the order is the same
+            scaled = normaliser.scale(np.vstack([near, newcomer]) * signs)
             volume = cached[1] + added_volume(scaled[:-1], scaled[-1])
         elif same:
             volume = hypervolume(normaliser.scale(self._front_values * signs)) if front else 0.0
@@ -277,22 +282,27 @@ class Engine:
         if joins and not (self._front_values <= row).all(axis=1).any():
             self._front_volume_changes += 1
             self._volume_step = (self._front_values, row)
-        if joins:  # in proposal order, where the newcomer's index falls among the kept
-            kept = self._frontier.copy()
-            for gone in np.flatnonzero(~stays)[::-1]:  # few leave at once: no pass in Python
-                del kept[gone]
-            kept_order = self._front_order[stays]
-            index = self._order[candidate.arch_id]
-            at = int(np.searchsorted(kept_order, index, side="right"))
-            self._frontier = [*kept[:at], candidate, *kept[at:]]
-            self._front_order = np.insert(kept_order, at, index)
-            self._front_values = np.insert(self._front_values[stays], at, row, axis=0)
-            low, high = self._front_bounds
-            self._front_bounds = (
-                np.insert(low[stays], at, row_bounds[0][0], axis=0),
-                np.insert(high[stays], at, row_bounds[1][0], axis=0),
-            )
-            self._front_changes += 1
+        if not joins:
+            return
+        # In proposal order, where the newcomer's index falls among the kept. The list is
+        # changed in place (`frontier()` hands out copies): a large frontier is not copied
+        # per result, and few members leave at once.
+        order, values, (low, high) = self._front_order, self._front_values, self._front_bounds
+        if not stays.all():
+            for gone in np.flatnonzero(~stays)[::-1]:
+                del self._frontier[gone]
+            order, values, low, high = order[stays], values[stays], low[stays], high[stays]
+        index = self._order[candidate.arch_id]
+        at = int(np.searchsorted(order, index, side="right"))
+        self._frontier.insert(at, candidate)
+        # New arrays, not changed in place: `_volume_step` holds the values before.
+        self._front_order = np.insert(order, at, index)
+        self._front_values = np.insert(values, at, row, axis=0)
+        self._front_bounds = (
+            np.insert(low, at, row_bounds[0][0], axis=0),
+            np.insert(high, at, row_bounds[1][0], axis=0),
+        )
+        self._front_changes += 1
 
     def history(self) -> list[HistoryRecord]:
         """What a store persists, in proposal order; `restore` rebuilds the engine from it."""

@@ -80,13 +80,38 @@ def added_volume(points: ArrayLike, point: ArrayLike) -> float:
     """What `point` adds to the hypervolume of `points` (all normalised): its box up to the
     reference less the part the points cover already, which is the volume of the points
     each moved up to `point` where it is better. Cheaper than the volume of all the points
-    with it: most of the moved points are dominated and cost the 3-D sweep little."""
+    with it: only the points `shaping` the covered part are moved and measured."""
     pts = np.asarray(points, dtype=float)
     new = np.asarray(point, dtype=float)
     if not (new < 1.0).all():
         return 0.0
     box = float(np.prod(1.0 - new))
-    return box - hypervolume(np.maximum(pts, new)) if len(pts) else box
+    if not len(pts):
+        return box
+    return box - hypervolume(np.maximum(pts[shaping(pts, new)], new))
+
+
+def shaping(points: ArrayLike, point: ArrayLike) -> NDArray[np.bool_]:
+    """Which of `points` shape the part of `point`'s box they cover (see `added_volume`):
+    the others add nothing to it. A point better than `point` everywhere but in objective m
+    moves onto its line along m, and the lowest of those on that line covers all that any
+    point at least as high in m covers there. (A large frontier is mostly such points.)
+    Comparisons only, so the same in any coordinates that keep each objective's order."""
+    cols = np.ascontiguousarray(np.asarray(points, dtype=float).T)  # one row per objective
+    new = np.asarray(point, dtype=float)
+    k = len(cols)
+    better = cols < new[:, None]
+    all_but_one = better.sum(axis=0) == k - 1
+    keep = np.ones(cols.shape[1], dtype=bool)
+    lines = []
+    for m in range(k):
+        on_line = np.flatnonzero(all_but_one & ~better[m])
+        if len(on_line):
+            lowest = on_line[np.argmin(cols[m, on_line])]
+            keep &= cols[m] < cols[m, lowest]
+            lines.append(lowest)
+    keep[lines] = True
+    return keep
 
 
 def contributions(front: ArrayLike) -> NDArray[np.float64]:

@@ -95,12 +95,10 @@ def claim(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLea
         if lease is None and busy:
             services.engines.wait_round(busy[0], _ROUND_WAIT_S)
             lease = _take_queued(services, agent_id)
-    if lease is None:
+    if lease is None:  # (a job taken makes it busy again: `_take`)
         if len(idle) >= _IDLE_KEPT:
             idle.clear()
         idle.add(agent_id)
-    else:
-        idle.discard(agent_id)
     return lease
 
 
@@ -211,48 +209,56 @@ def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
 def _take_queued(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLease | None:
     store = services.store
     with store.write_rows() as session:
-        now = store.now()
-        agent = seen(session, agent_id, now, store.settings.lease_seconds, caller)
-        if services.expiry.due(now):
-            requeue_expired(session, now, store.row_locks)
-            services.expiry.checked(session, now, store.settings.lease_seconds)
-        expires = now + timedelta(seconds=store.settings.lease_seconds)
-        params = _servable(session, agent)
-        query = _PICK_LOCKED if store.row_locks else _PICK
-        others: set[tuple[str, str]] | None = None  # read only when a re-measurement comes up
-        for _ in range(_CLAIM_RACES + 1):
-            picked = session.execute(query, params).first()
-            if picked is not None and picked.round > 0 and others is None:
-                # A re-measurement may be left to another agent (`_measured_by`): the rule
-                # only removes re-measurements, so a first measurement picked without it
-                # is what it would pick too.
-                others = _others_online(store, session, agent, now)
-                if others:
-                    query = query.where(~_measured_by(agent_id, others))
-                    picked = session.execute(query, params).first()
-            if picked is None:
-                return None
-            job_id = picked.id
-            lease_id = uuid.uuid4().hex
-            lease = {"job": job_id, "lease": lease_id, "agent": agent_id}
-            won = session.execute(_TAKE, {**lease, "expires": expires}).rowcount
-            if won == 1:
-                session.execute(_ISSUE, {**lease, "issued": now})
-                terms = _terms(services, session, picked.search_id, picked.created_at)
-                log_event(
-                    "job.claimed", job_id=job_id, search_id=picked.search_id, agent_id=agent_id
-                )
-                return JobLease(
-                    **terms,
-                    job_id=job_id,
-                    lease_id=lease_id,
-                    lease_expires_at=as_utc(expires),
-                    lease_seconds=store.settings.lease_seconds,
-                    search_id=picked.search_id,
-                    arch_id=picked.arch_id,
-                    spec=picked.spec,
-                )
-        return None
+        agent = seen(session, agent_id, store.now(), store.settings.lease_seconds, caller)
+        return _take(services, session, agent)
+
+
+def _take(services: Services, session: Session, agent: Row[Any]) -> JobLease | None:
+    """A queued job leased to `agent` (its `agents.seen` columns) in the caller's write
+    transaction; None when none it can measure is queued."""
+    store = services.store
+    now = store.now()
+    if services.expiry.due(now):
+        requeue_expired(session, now, store.row_locks)
+        services.expiry.checked(session, now, store.settings.lease_seconds)
+    expires = now + timedelta(seconds=store.settings.lease_seconds)
+    params = _servable(session, agent)
+    query = _PICK_LOCKED if store.row_locks else _PICK
+    others: set[tuple[str, str]] | None = None  # read only when a re-measurement comes up
+    for _ in range(_CLAIM_RACES + 1):
+        picked = session.execute(query, params).first()
+        if picked is not None and picked.round > 0 and others is None:
+            # A re-measurement may be left to another agent (`_measured_by`): the rule
+            # only removes re-measurements, so a first measurement picked without it
+            # is what it would pick too.
+            others = _others_online(store, session, agent, now)
+            if others:
+                query = query.where(~_measured_by(agent.id, others))
+                picked = session.execute(query, params).first()
+        if picked is None:
+            return None
+        job_id = picked.id
+        lease_id = uuid.uuid4().hex
+        lease = {"job": job_id, "lease": lease_id, "agent": agent.id}
+        won = session.execute(_TAKE, {**lease, "expires": expires}).rowcount
+        if won == 1:
+            session.execute(_ISSUE, {**lease, "issued": now})
+            terms = _terms(services, session, picked.search_id, picked.created_at)
+            log_event(
+                "job.claimed", job_id=job_id, search_id=picked.search_id, agent_id=agent.id
+            )
+            services.idle_agents.discard(agent.id)
+            return JobLease(
+                **terms,
+                job_id=job_id,
+                lease_id=lease_id,
+                lease_expires_at=as_utc(expires),
+                lease_seconds=store.settings.lease_seconds,
+                search_id=picked.search_id,
+                arch_id=picked.arch_id,
+                spec=picked.spec,
+            )
+    return None
 
 
 # Fingerprints read to learn what the other online agents can run: a device class is one kind
@@ -475,15 +481,21 @@ def report(
     claim_next: bool = False,
 ) -> tuple[ResultReceipt, int | None]:
     """`submit_result`, and with `claim_next` the agent's next job claimed after it and
-    answered as the receipt's `next`: one request per job (a refused result raises first)."""
-    receipt, search_id = submit_result(services, job_id, result, caller)
-    if claim_next:
+    answered as the receipt's `next`: one request per job (a refused result raises first).
+    A job already queued is taken in the result's own transaction; only when none is does
+    the claim run whole (`claim`: the searches asked for more)."""
+    receipt, search_id = submit_result(services, job_id, result, caller, take_next=claim_next)
+    if claim_next and receipt.next is None:
         receipt.next = claim(services, result.agent_id, caller)
     return receipt, search_id
 
 
 def submit_result(
-    services: Services, job_id: int, result: JobResult, caller: Caller = TRUSTED
+    services: Services,
+    job_id: int,
+    result: JobResult,
+    caller: Caller = TRUSTED,
+    take_next: bool = False,
 ) -> tuple[ResultReceipt, int | None]:
     """Record a job's measurement or failure, exactly once (see `_admit`), and let its search
     hear of it (`server.services.arrivals`): at once, in this transaction, where the
@@ -495,7 +507,10 @@ def submit_result(
     claim does, and runs beside other writes. Told at once, each result would hold its
     search's row for the telling (the row first, then the job), and the results of one search
     from all processes would take turns; told afterwards, one settle tells all that arrived
-    meanwhile. A process alone is spared the second transaction."""
+    meanwhile. A process alone is spared the second transaction.
+
+    With `take_next`, a job queued for the agent after this result is leased to it in the
+    same transaction and answered as the receipt's `next` (None: none was queued)."""
     store = services.store
     arrive_only = store.row_locks and services.engines.shared
     with store.write_rows() if arrive_only else store.write() as session:
@@ -526,6 +541,7 @@ def submit_result(
                 search_id = None
         else:
             arrive(session, search.id, job_id)
+        taken = _take(services, session, agent) if take_next else None
     log_event(
         "job.result",
         job_id=job_id,
@@ -534,4 +550,4 @@ def submit_result(
         status=changes["status"],
         failure_kind=changes.get("failure_kind", job.failure_kind),
     )
-    return ResultReceipt(job_id=job_id, accepted=True), search_id
+    return ResultReceipt(job_id=job_id, accepted=True, next=taken), search_id

@@ -143,6 +143,19 @@ def test_the_added_volume_of_any_point_is_the_volume_it_adds() -> None:
         assert added_volume(points, np.full(k, 1.0)) == 0.0
 
 
+def test_the_added_volume_beside_a_large_frontier_is_the_volume_it_adds() -> None:
+    """Many points around the newcomer, most of them shadowed once moved up to it (the pruned
+    path), ties with it included: the same as the volume with it less the volume without."""
+    rng = np.random.default_rng(11)
+    for k in (2, 3, 4):
+        for _ in range(10):
+            points = rng.uniform(0.0, 1.0, size=(400, k))
+            point = rng.uniform(0.1, 0.9, size=k)
+            points[:3, 0] = point[0]  # equal to the newcomer in one objective
+            expected = hypervolume(np.vstack([points, point])) - hypervolume(points)
+            assert added_volume(points, point) == pytest.approx(expected, abs=1e-12)
+
+
 def test_improvements_of_dominated_equal_and_outside_candidates_are_zero() -> None:
     front = [[0.2, 0.6], [0.5, 0.3]]
     candidates = [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from sqlalchemy import event
+
 from tests.factories import FINGERPRINT, play_agent, register, search_request, synthetic_measurement
 
 
@@ -366,6 +368,23 @@ def test_a_result_can_claim_the_next_job_until_none_is_left(client):
     [view] = client.get("/api/v1/agents").json()
     assert view["jobs_done"] == 12
     assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+
+
+def test_a_queued_next_job_is_taken_in_the_results_own_transaction(client):
+    client.post("/api/v1/searches", json=search_request(strategy="lts"))
+    agent = register(client)
+    lease = _claim(client, agent)  # the first generation's other three stay queued
+    statements, commits = _Statements(client), []
+    event.listen(client.app.state.store.db, "commit", lambda conn: commits.append(conn))
+    url = f"/api/v1/jobs/{lease['job_id']}/result"
+    answer = client.post(url, params={"claim_next": True}, json=_result(agent, lease))
+    assert answer.status_code == 200
+    taken = answer.json()["next"]
+    assert taken is not None and taken["job_id"] != lease["job_id"]
+    assert len(commits) == 1  # the result and the lease written together
+    assert statements.seen.count(("INSERT", "leases")) == 1
+    running = client.get("/api/v1/searches/1/candidates", params={"status": "running"}).json()
+    assert [c["arch_id"] for c in running] == [taken["arch_id"]]
 
 
 def test_a_refused_result_claims_nothing_and_a_bad_flag_is_named(client):
