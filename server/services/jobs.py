@@ -244,9 +244,7 @@ def _take(services: Services, session: Session, agent: Row[Any]) -> JobLease | N
         if won == 1:
             session.execute(_ISSUE, {**lease, "issued": now})
             terms = _terms(services, session, picked.search_id, picked.created_at)
-            log_event(
-                "job.claimed", job_id=job_id, search_id=picked.search_id, agent_id=agent.id
-            )
+            log_event("job.claimed", job_id=job_id, search_id=picked.search_id, agent_id=agent.id)
             services.idle_agents.discard(agent.id)
             return JobLease(
                 **terms,
