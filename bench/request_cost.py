@@ -34,6 +34,7 @@ import contextlib
 import cProfile
 import io
 import pstats
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -278,29 +279,36 @@ def run_served(args: argparse.Namespace) -> dict[str, Any]:
     /proc) per claim + result and per idle claim. No other client is running, so every tick the
     server spent is this agent's. With `--baseline-pythonpath`, a second server runs the code
     that path finds, and its claim-next rounds are interleaved with this one's: a before and
-    after on the same machine at the same time."""
+    after on the same machine at the same time, both started on copies of one database that
+    this checkout warmed (so that code must read this checkout's schema)."""
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        here = _served_search(stack, tmp, "server", args, None)
+        warmed = None
+        if args.baseline_pythonpath:
+            # Both servers start from one database, warmed once by this checkout (then
+            # stopped), each on its own copy: the same search, history and frontier, read in
+            # by both as after a restart.
+            warmed = _warmed_database(tmp, args)
+        here = _served_search(stack, tmp, "server", args, None, warmed)
         pid = here.server.proc.pid
         agent = Agent(here.http, here.server.procs.agent_token, args.readings)
         # The same, each result claiming the next job (`claim_next`): its rounds
         # interleaved with the plain agent's.
         chained = Agent(here.http, here.server.procs.agent_token, args.readings, claim_next=True)
         players = [(agent, pid), (chained, pid)]
-        for _ in range(args.warm):
+        for _ in range(0 if warmed else args.warm):
             agent.cycle()
+        start_results = {"this": _measured(here.http)}  # when the timed rounds begin
         if args.baseline_pythonpath:
             # PYTHONSAFEPATH: `python -m hwnas` would put the working directory (this
             # checkout) ahead of PYTHONPATH.
             env = {"PYTHONPATH": args.baseline_pythonpath, "PYTHONSAFEPATH": "1"}
-            there = _served_search(stack, tmp, "baseline", args, env)
+            there = _served_search(stack, tmp, "baseline", args, env, warmed)
             baseline = Agent(
                 there.http, there.server.procs.agent_token, args.readings, claim_next=True
             )
-            for _ in range(args.warm):
-                baseline.cycle()
             players.append((baseline, there.server.proc.pid))
+            start_results["baseline"] = _measured(there.http)
         rounds: dict[Agent, list[float]] = {player: [] for player, _ in players}
         per_round = args.served // args.rounds
         for index in range(args.rounds):  # several rounds: the spread says how far to trust one
@@ -322,6 +330,7 @@ def run_served(args: argparse.Namespace) -> dict[str, Any]:
             "rounds": next_claimed,
         },
         "served_idle_claim_cpu_ms": idle,
+        "served_start_results": start_results,
     }
     if args.baseline_pythonpath:
         before = rounds[players[2][0]]
@@ -346,15 +355,39 @@ def _served_search(
     name: str,
     args: argparse.Namespace,
     env: dict[str, str] | None,
+    warmed: Path | None = None,
 ) -> _Served:
-    """A real server named `name` with the benchmark's search, for the stack's life."""
+    """A real server named `name` with the benchmark's search, for the stack's life: on a
+    copy of `warmed`, which holds it already, or with the search created."""
+    db = tmp / f"{name}.db"
+    if warmed is not None:
+        with sqlite3.connect(warmed) as source, sqlite3.connect(db) as copy:
+            source.backup(copy)
     server = stack.enter_context(
-        serve(tmp / name, tmp / f"{name}.db", "--log-format", "json", lease_seconds=None, env=env)
+        serve(tmp / name, db, "--log-format", "json", lease_seconds=None, env=env)
     )
     http = stack.enter_context(server.client(timeout=60))
-    budget = args.warm + 2 * args.served + 10
-    http.post("/api/v1/searches", json=_search(args.strategy, budget, args.seed)).raise_for_status()
+    if warmed is None:
+        budget = args.warm + 2 * args.served + 10
+        search = _search(args.strategy, budget, args.seed)
+        http.post("/api/v1/searches", json=search).raise_for_status()
     return _Served(server, http)
+
+
+def _measured(http: httpx.Client) -> int:
+    answer = http.get("/api/v1/searches/1")
+    answer.raise_for_status()
+    return answer.json()["progress"]["measured"]
+
+
+def _warmed_database(tmp: Path, args: argparse.Namespace) -> Path:
+    """A database whose search has `--warm` results, from a server of this checkout."""
+    with contextlib.ExitStack() as stack:
+        warming = _served_search(stack, tmp, "warming", args, None)
+        agent = Agent(warming.http, warming.server.procs.agent_token, args.readings)
+        for _ in range(args.warm):
+            agent.cycle()
+    return tmp / "warming.db"
 
 
 def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:

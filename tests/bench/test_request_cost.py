@@ -41,6 +41,8 @@ def test_with_credentials_and_a_real_server_the_cycles_still_do_work(tmp_path: P
     assert result["served_idle_claim_cpu_ms"] >= 0
     baseline = result["served_baseline_claim_next_cycle_cpu_ms"]
     assert len(baseline["rounds"]) == 2 and baseline["median_ratio"] > 0
+    # both began from the one warmed search
+    assert result["served_start_results"] == {"this": 3, "baseline": 3}
 
 
 def test_the_results_of_re_measurements_at_a_search_s_end_are_timed_apart(tmp_path: Path) -> None:
