@@ -71,16 +71,13 @@ from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store, get_search
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
 
-def claim(
-    services: Services, agent_id: str, caller: Caller = TRUSTED, found_none: bool = False
-) -> JobLease | None:
+def claim(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLease | None:
     """The next job this agent can measure, leased to it; None when there is none even after
     the searches it could serve were asked for more. An agent whose last claim here found
     nothing is first checked by a read (`_nothing_to_take`): an idle poll writes nothing,
-    and an agent with work pays for no extra read. So is one whose caller just found nothing
-    queued for it (`found_none`: a result's own transaction, `report`)."""
+    and an agent with work pays for no extra read."""
     idle = services.idle_agents
-    if (found_none or agent_id in idle) and _nothing_to_take(services, agent_id, caller):
+    if agent_id in idle and _nothing_to_take(services, agent_id, caller):
         _remember_idle(idle, agent_id)
         return None
     lease = _take_queued(services, agent_id, caller)
@@ -491,9 +488,11 @@ def report(
     A job already queued is taken in the result's own transaction; only when none is does
     the claim run whole (`claim`: the searches asked for more)."""
     receipt, search_id = submit_result(services, job_id, result, caller, take_next=claim_next)
-    if claim_next and receipt.next is None:  # (a duplicate tried to take nothing)
-        found_none = not receipt.duplicate
-        receipt.next = claim(services, result.agent_id, caller, found_none=found_none)
+    # Not first checked by a read, as an idle agent's poll is: under load, the claim's wait for
+    # the write lock often outlasts a generation's last results, and finds the next one
+    # (docs/benchmarks.md, "One transaction for a result and the next job").
+    if claim_next and receipt.next is None:
+        receipt.next = claim(services, result.agent_id, caller)
     return receipt, search_id
 
 

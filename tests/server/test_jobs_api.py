@@ -387,22 +387,6 @@ def test_a_queued_next_job_is_taken_in_the_results_own_transaction(client):
     assert [c["arch_id"] for c in running] == [taken["arch_id"]]
 
 
-def test_a_result_that_finds_nothing_to_take_writes_nothing_more(client):
-    client.post("/api/v1/searches", json=search_request(strategy="lts"))
-    agent = register(client)
-    first, *others = [_claim(client, agent) for _ in range(4)]  # the whole first generation
-    commits: list = []
-    event.listen(client.app.state.store.db, "commit", lambda conn: commits.append(conn))
-    url = f"/api/v1/jobs/{first['job_id']}/result"
-    answer = client.post(url, params={"claim_next": True}, json=_result(agent, first))
-    assert answer.status_code == 200 and answer.json()["next"] is None
-    assert len(commits) == 1  # the result's; a read showed the generation still measuring
-    for lease in others:  # the generation ends, and the next one reaches the agent
-        url = f"/api/v1/jobs/{lease['job_id']}/result"
-        answer = client.post(url, params={"claim_next": True}, json=_result(agent, lease))
-    assert answer.json()["next"] is not None and answer.json()["next"]["job_id"] > 4
-
-
 def test_a_refused_result_claims_nothing_and_a_bad_flag_is_named(client):
     client.post("/api/v1/searches", json=search_request())
     alice, bob = register(client), register(client)
