@@ -78,7 +78,6 @@ def claim(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLea
     and an agent with work pays for no extra read."""
     idle = services.idle_agents
     if agent_id in idle and _nothing_to_take(services, agent_id, caller):
-        _remember_idle(idle, agent_id)
         return None
     lease = _take_queued(services, agent_id, caller)
     if lease is None:
@@ -97,14 +96,10 @@ def claim(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLea
             services.engines.wait_round(busy[0], _ROUND_WAIT_S)
             lease = _take_queued(services, agent_id)
     if lease is None:  # (a job taken makes it busy again: `_take`)
-        _remember_idle(idle, agent_id)
+        if len(idle) >= _IDLE_KEPT:
+            idle.clear()
+        idle.add(agent_id)
     return lease
-
-
-def _remember_idle(idle: set[str], agent_id: str) -> None:
-    if len(idle) >= _IDLE_KEPT:
-        idle.clear()
-    idle.add(agent_id)
 
 
 _IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one write
