@@ -2,8 +2,9 @@
 # bench/load.py on a lent many-core machine (the `device` tool's 16-core GPU hosts), where the
 # load generators do not take the server's cores. That machine has Python and PyTorch but not
 # the server's packages or PostgreSQL, and no network: the caller carries them as wheels in
-# .whl/ (fastapi, uvicorn, sqlalchemy, alembic, pydantic, psycopg, pymoo, moocore and their
-# needs; `pgserver`, whose wheel holds PostgreSQL 16's binaries). Results go to $OUT.
+# .whl/ (fastapi, uvicorn, httptools, sqlalchemy, alembic, pydantic, psycopg, pymoo, moocore
+# and their needs; `pgserver`, whose wheel holds PostgreSQL 16's binaries). Results go to $OUT.
+# A scenario is not started once DEADLINE_S seconds (default 540) have passed.
 #
 #   bash bench/load_device.sh            # about 6 minutes on 16 cores
 #   QUICK=1 bash bench/load_device.sh    # a few seconds per scenario: checks the set-up
@@ -26,6 +27,7 @@ else short=(--duration 30 --budget 5000); long=(--duration 40 --agents 1000 --th
 load() {
     local name=$1
     shift
+    if [ "$SECONDS" -ge "${DEADLINE_S:-540}" ]; then echo "$name not started: deadline"; return; fi
     if [ -n "${COMPARE:-}" ]; then
         (cd "$COMPARE" && PYTHONPATH=/tmp/site:$PWD python3 -m bench.load --generators 4 "$@" \
             --json-out "$OUT/${name}_before.json") || echo "bench.load (before) exited $?"
@@ -40,9 +42,14 @@ if [ -n "${COMPARE:-}" ]; then
     load pg_1000 "${fleet[@]}" --stores postgresql --workers 8
     exit
 fi
+# Agents send each result with claim_next, as `hwnas agent` does (NEXT=0: a claim apiece).
+next=(--claim-next)
+if [ "${NEXT:-1}" = 0 ]; then next=(); fi
+# Item 5's targets first: SQLite, one process, 200 agents at 1 s and 1,000 at 10 s.
+load load_sqlite_200 "${short[@]}" "${next[@]}" --stores sqlite --workers 1
+load load_sqlite_1000 "${long[@]}" "${next[@]}" --stores sqlite --workers 1
 # Item 3: does throughput rise with server processes on PostgreSQL when cores allow?
-load load_pg_200 "${short[@]}" --stores postgresql --workers 1,2,4,8
-# Item 5's targets: 200 agents at 1 s and 1,000 agents at 10 s.
-load load_sqlite_200 "${short[@]}" --stores sqlite --workers 1
-load load_sqlite_1000 "${long[@]}" --stores sqlite --workers 1
-load load_pg_1000 "${long[@]}" --stores postgresql --workers 4
+load load_pg_200 "${short[@]}" "${next[@]}" --stores postgresql --workers 1,2,4,8
+load load_pg_1000 "${long[@]}" "${next[@]}" --stores postgresql --workers 8
+# What claim_next gives on these cores: the first scenario with a claim apiece.
+if [ "${NEXT:-1}" != 0 ]; then load load_sqlite_200_claims "${short[@]}" --stores sqlite --workers 1; fi
