@@ -71,15 +71,19 @@ from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store, get_search
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
 
-def claim(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLease | None:
+def claim(
+    services: Services, agent_id: str, caller: Caller = TRUSTED, looked: bool = False
+) -> JobLease | None:
     """The next job this agent can measure, leased to it; None when there is none even after
     the searches it could serve were asked for more. An agent whose last claim here found
     nothing is first checked by a read (`_nothing_to_take`): an idle poll writes nothing,
-    and an agent with work pays for no extra read."""
+    and an agent with work pays for no extra read. `looked`: the caller's write transaction,
+    committed just now, found nothing queued for the agent (a result that claims the next
+    job), so the searches are asked for more at once."""
     idle = services.idle_agents
-    if agent_id in idle and _nothing_to_take(services, agent_id, caller):
+    if not looked and agent_id in idle and _nothing_to_take(services, agent_id, caller):
         return None
-    lease = _take_queued(services, agent_id, caller)
+    lease = None if looked else _take_queued(services, agent_id, caller)
     if lease is None:
         # Results may wait to be told, or a proposal round may be under way in another
         # thread (`busy`): either leaves work queued once done.
@@ -481,13 +485,13 @@ def report(
     """`submit_result`, and with `claim_next` the agent's next job claimed after it and
     answered as the receipt's `next`: one request per job (a refused result raises first).
     A job already queued is taken in the result's own transaction; only when none is does
-    the claim run whole (`claim`: the searches asked for more)."""
+    the claim run, from asking the searches for more (`claim`, `looked`)."""
     receipt, search_id = submit_result(services, job_id, result, caller, take_next=claim_next)
     # Not first checked by a read, as an idle agent's poll is: under load, the claim's wait for
     # the write lock often outlasts a generation's last results, and finds the next one
     # (docs/benchmarks.md, "One transaction for a result and the next job").
     if claim_next and receipt.next is None:
-        receipt.next = claim(services, result.agent_id, caller)
+        receipt.next = claim(services, result.agent_id, caller, looked=not receipt.duplicate)
     return receipt, search_id
 
 

@@ -387,6 +387,23 @@ def test_a_queued_next_job_is_taken_in_the_results_own_transaction(client):
     assert [c["arch_id"] for c in running] == [taken["arch_id"]]
 
 
+def test_a_result_that_finds_nothing_queued_asks_the_searches_at_once(client):
+    client.post("/api/v1/searches", json=search_request(strategy="lts"))
+    agents = [register(client) for _ in range(4)]
+    leases = [_claim(client, agent) for agent in agents]  # the whole first generation
+    commits = []
+    event.listen(client.app.state.store.db, "commit", lambda conn: commits.append(conn))
+    url = f"/api/v1/jobs/{leases[0]['job_id']}/result"
+    answer = client.post(url, params={"claim_next": True}, json=_result(agents[0], leases[0]))
+    assert answer.status_code == 200 and answer.json()["next"] is None
+    # The result, then the searches asked for more; no second look for a queued job first.
+    assert len(commits) == 2
+    for agent, lease in zip(agents[1:], leases[1:], strict=True):
+        url = f"/api/v1/jobs/{lease['job_id']}/result"
+        client.post(url, params={"claim_next": True}, json=_result(agent, lease))
+    assert _claim(client, agents[0])["arch_id"] not in {lease["arch_id"] for lease in leases}
+
+
 def test_a_refused_result_claims_nothing_and_a_bad_flag_is_named(client):
     client.post("/api/v1/searches", json=search_request())
     alice, bob = register(client), register(client)
