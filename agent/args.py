@@ -31,6 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--poll-interval", type=float, default=POLL_INTERVAL_S)
     parser.add_argument(
+        "--claim-wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="hold each claim open on the server up to this long (at most 30) for work, "
+        "answered as soon as a job comes, instead of asking again every --poll-interval: "
+        "what a large fleet's idle agents should do. A stop waits for the claim in flight "
+        "(default: 0, poll)",
+    )
+    parser.add_argument(
         "--max-params",
         type=float,
         default=None,

@@ -28,7 +28,7 @@ from agent.fingerprint import device_fingerprint
 from agent.guard import MIB, Guard, Limits
 from agent.launch import warm_forkserver
 from agent.worker import Worker
-from archvocab.wire import AgentInfo, AgentRegistration, JobLease
+from archvocab.wire import MAX_CLAIM_WAIT_S, AgentInfo, AgentRegistration, JobLease
 
 logger = logging.getLogger("agent")
 HTTP_TIMEOUT_S = 30.0
@@ -44,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.max_jobs is not None and args.max_jobs < 1:
         print("hwnas agent: --max-jobs must be >= 1", file=sys.stderr)
+        return 2
+    if not 0 <= args.claim_wait <= MAX_CLAIM_WAIT_S:
+        wrong = f"--claim-wait must be 0 to {MAX_CLAIM_WAIT_S:g} s, got {args.claim_wait:g}"
+        print(f"hwnas agent: {wrong}", file=sys.stderr)
         return 2
     guard = guard_from_args(args)
     if isinstance(guard, str):
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             client,
             registration,
             poll_interval=args.poll_interval,
+            claim_wait=args.claim_wait,
             max_jobs=args.max_jobs,
             once=args.once,
             exit_when_idle=args.exit_when_idle,
@@ -122,12 +127,12 @@ class ClaimWhenReady(AgentClient):
             self._warm(self.ready)
         return info
 
-    def claim(self, agent_id: str) -> JobLease | None:
+    def claim(self, agent_id: str, wait_s: float = 0.0) -> JobLease | None:
         deadline = time.monotonic() + self.wait_s
         while not self.ready.wait(0.1) and time.monotonic() < deadline:
             if self.stopping():
                 return None
-        return super().claim(agent_id)
+        return super().claim(agent_id, wait_s)
 
 
 def guard_from_args(args: argparse.Namespace) -> Guard | str:

@@ -75,10 +75,17 @@ class AgentClient:
         body: Any = None,
         ok: tuple[int, ...] = (200,),
         token: str | None = None,
+        longer_s: float = 0.0,
     ) -> httpx.Response:
+        """`longer_s`: how much longer than the client's read timeout the answer may take."""
         token = token or self.credential
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        response = self.http.post(API_PREFIX + path, json=body, headers=headers)
+        timeout: Any = httpx.USE_CLIENT_DEFAULT  # (its type is private to httpx)
+        if longer_s:
+            t = self.http.timeout
+            read = None if t.read is None else t.read + longer_s
+            timeout = httpx.Timeout(connect=t.connect, read=read, write=t.write, pool=t.pool)
+        response = self.http.post(API_PREFIX + path, json=body, headers=headers, timeout=timeout)
         if response.status_code not in ok:
             # 404 for our agent id, or 401 for a credential the server accepted before: the
             # server forgot this agent (its database was reset, or the enrollment token
@@ -121,13 +128,16 @@ class AgentClient:
         self.credential = info.credential
         return info
 
-    def claim(self, agent_id: str) -> JobLease | None:
+    def claim(self, agent_id: str, wait_s: float = 0.0) -> JobLease | None:
         """POST /agents/{id}/claim -> a JobLease, or None on 204 (no work for our class).
+        `wait_s`: the server may hold the claim open that long for work (`claim?wait=`, a
+        long poll), answering as soon as a job is leased.
 
         Raises AgentUnknown on 404 (or 401 for a credential accepted before), Refused on any
         other 401/403, BadLease when the lease does not validate.
         """
-        response = self._post(f"/agents/{agent_id}/claim", ok=(200, 204))
+        query = f"?wait={wait_s:g}" if wait_s > 0 else ""
+        response = self._post(f"/agents/{agent_id}/claim{query}", ok=(200, 204), longer_s=wait_s)
         if response.status_code == 204:
             return None
         path = f"{API_PREFIX}/agents/{agent_id}/claim"

@@ -97,6 +97,7 @@ class Worker:
         registration: AgentRegistration,
         *,
         poll_interval: float = 1.0,
+        claim_wait: float = 0.0,
         max_jobs: int | None = None,
         once: bool = False,
         exit_when_idle: float | None = None,
@@ -109,6 +110,7 @@ class Worker:
         self.client = client
         self.registration = registration
         self.poll_interval = poll_interval
+        self.claim_wait = claim_wait
         self.max_jobs = 1 if once else max_jobs
         self.once = once
         self.exit_when_idle = exit_when_idle
@@ -152,6 +154,7 @@ class Worker:
         quiet_http_requests()  # an idle agent's polls are not news
         idle_since = time.monotonic()
         while not self._stop.is_set() and not self._enough_jobs():
+            asked = time.monotonic()
             try:
                 lease = self._claim()
             except Refused as exc:
@@ -171,6 +174,10 @@ class Worker:
                 if self.once or self._idle_too_long(idle_since):
                     logger.info("no work; exiting")
                     break
+                # A claim that waited for work on the server asks again at once; one answered
+                # sooner (a server that does not wait) waits the poll interval.
+                if self.claim_wait and time.monotonic() - asked >= self.claim_wait / 2:
+                    continue
                 logger.debug("no work; asking again in %.1f s", self.poll_interval)
                 self._stop.wait(self.poll_interval)
                 continue
@@ -205,12 +212,12 @@ class Worker:
         info = self.info or self._register()
         try:
             try:
-                return self.client.claim(info.agent_id)
+                return self.client.claim(info.agent_id, self.claim_wait)
             except AgentUnknown:
                 logger.warning("server does not know agent %s; registering again", info.agent_id)
                 self.info = None
                 info = self._register()
-                return self.client.claim(info.agent_id)
+                return self.client.claim(info.agent_id, self.claim_wait)
         except BadLease as exc:
             self._fail_unreadable(exc)
             return None

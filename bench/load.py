@@ -329,6 +329,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="each result also claims the agent's next job, as `hwnas agent` does",
     )
+    parser.add_argument(
+        "--claim-wait-s",
+        type=float,
+        default=Load.claim_wait_s,
+        help="claims wait up to this long for work (claim?wait=) instead of polling",
+    )
     parser.add_argument("--keepalive-s", type=float, default=Load.keepalive_s)
     parser.add_argument("--space", type=json.loads, help="the searches' space, as JSON")
     parser.add_argument("--strategy", default=Load.strategy, choices=["lts", "hwnas", "nsga2"])
@@ -345,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         think_s=args.think_s,
         idle_s=args.idle_s,
         claim_next=args.claim_next,
+        claim_wait_s=args.claim_wait_s,
         keepalive_s=args.keepalive_s,
         space=args.space,
         strategy=args.strategy,

@@ -59,6 +59,9 @@ class Load:
     strategy: str = "lts"  # hwnas: a proposal round after every result, outside the lock
     # Each result also claims the agent's next job (`claim_next`), as `hwnas agent` does.
     claim_next: bool = False
+    # A claim may wait this long for work (`claim?wait=`, a long poll) instead of a 204 and
+    # `idle_s`; 0: it answers at once.
+    claim_wait_s: float = 0.0
 
     def search_request(self, index: int) -> dict:
         """A search (LTS unless `strategy` says otherwise) whose first generation keeps about
@@ -113,14 +116,22 @@ class Generator:
         info = reply.json()
         agent_id, auth = info["agent_id"], {"authorization": f"Bearer {info['credential']}"}
         rng = random.Random(index)
+        claim_path = f"/api/v1/agents/{agent_id}/claim"
+        if self.load.claim_wait_s:
+            claim_path += f"?wait={self.load.claim_wait_s:g}"
         lease = None
         # A job the last result brought is measured and reported even after the stop, as
         # `hwnas agent` does, so no lease is left running.
         while not self.stop.is_set() or lease is not None:
             if lease is None:
-                reply = await self.call("claim", f"/api/v1/agents/{agent_id}/claim", auth)
+                asked = time.perf_counter()
+                reply = await self.call("claim", claim_path, auth)
                 if reply is None or reply.status_code != 200:
-                    await asyncio.sleep(self.load.idle_s)
+                    # A claim that waited its time out asks again at once; one answered
+                    # sooner (a server that does not wait) waits `idle_s` as any other.
+                    waited = time.perf_counter() - asked >= self.load.claim_wait_s / 2
+                    if not (reply is not None and reply.status_code == 204 and waited):
+                        await asyncio.sleep(self.load.idle_s)
                     continue
                 lease = reply.json()
             self.leases.append(lease["job_id"])

@@ -42,7 +42,7 @@ from archvocab.wire.choosing import (
     bound_name,
     split_bound,
 )
-from archvocab.wire.http_api import API_PREFIX, ApiError, error_from
+from archvocab.wire.http_api import API_PREFIX, MAX_CLAIM_WAIT_S, ApiError, error_from
 from archvocab.wire.measurement import (
     FAILURE_KINDS,
     MEMORY_KINDS,
@@ -103,6 +103,7 @@ from archvocab.wire.spaces import ArchitectureExport, SpaceKindInfo, SpecCheck, 
 
 __all__ = [
     "API_PREFIX",
+    "MAX_CLAIM_WAIT_S",
     "AgentAvailability",
     "AgentInfo",
     "AgentRegistration",

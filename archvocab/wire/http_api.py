@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 API_PREFIX = "/api/v1"
+# The longest a claim may wait for work (`claim?wait=`) before it is answered "no work".
+MAX_CLAIM_WAIT_S = 30.0
 
 
 class ApiError(Exception):

@@ -8,7 +8,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
-from archvocab.wire import API_PREFIX, JobLease, JobResult, LeaseRef, LeaseStatus, ResultReceipt
+from archvocab.wire import (
+    API_PREFIX,
+    MAX_CLAIM_WAIT_S,
+    JobLease,
+    JobResult,
+    LeaseRef,
+    LeaseStatus,
+    ResultReceipt,
+)
 from server.api.deps import AgentCaller, AgentId, JobId, services_of, store_of
 from server.api.encoded import encoded
 from server.api.responses import AUTH_ERRORS, CONFLICT
@@ -22,7 +30,22 @@ router = APIRouter(prefix=API_PREFIX)
     response_model=JobLease,
     responses={**AUTH_ERRORS, 204: {"description": "no work"}},
 )
-def claim(agent_id: AgentId, request: Request, who: AgentCaller) -> Response:
+def claim(
+    agent_id: AgentId,
+    request: Request,
+    who: AgentCaller,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_CLAIM_WAIT_S,
+            description="seconds the claim may wait for work before it is answered 204: it "
+            "is answered as soon as a job is leased (a long poll, instead of asking again)",
+        ),
+    ] = 0,
+) -> Response:
+    """A claim that reads as expected, waiting or not, is answered in front of this route
+    (server.app.agent_path); this route answers the others, at once."""
     lease = jobs.claim(services_of(request), agent_id, who)
     return Response(status_code=204) if lease is None else encoded(lease)
 

@@ -14,17 +14,20 @@ one place. The routes stay in the API (server.api.jobs) for the schema and for t
 from __future__ import annotations
 
 import json
+import math
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 from starlette.responses import JSONResponse, Response
 
 from archvocab.errors import HwnasError
-from archvocab.wire import API_PREFIX, JobResult, LeaseRef
+from archvocab.wire import API_PREFIX, MAX_CLAIM_WAIT_S, JobResult, LeaseRef
 from server.api.encoded import encoded
 from server.app.errors import domain_answer
 from server.services import arrivals, jobs
@@ -42,6 +45,7 @@ class _Answer:
 
     response: Response
     after: Callable[[], None] | None = None
+    idle: bool = False  # a claim that found no work
 
 
 # A handler's arguments: the services, the path's match, the query string, the body and the
@@ -55,6 +59,7 @@ class _Route:
     pattern: re.Pattern
     handle: Handler
     reads_body: bool = True
+    waits: bool = False  # a claim: it may wait for work (`_claim_wait`)
 
 
 def _model(kind: type[BaseModel], body: bytes) -> Any:
@@ -79,14 +84,31 @@ def _id(text: str) -> int | None:
     return value if 1 <= value <= _MAX_ID else None
 
 
+def _claim_wait(query: str) -> float | None:
+    """The seconds a claim may wait for work, as FastAPI reads its one query parameter
+    (`wait`, 0 to MAX_CLAIM_WAIT_S); None for any other query, which its route answers."""
+    if not query:
+        return 0.0
+    name, _, value = query.partition("=")
+    if name != "wait":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and 0 <= seconds <= MAX_CLAIM_WAIT_S else None
+
+
 def _claim(services: Services, match: re.Match, query: str, body: bytes, auth: str | None):
     agent_id = match["agent_id"]
-    if query or len(agent_id) > _MAX_AGENT_ID or "\x00" in agent_id:
+    if _claim_wait(query) is None or len(agent_id) > _MAX_AGENT_ID or "\x00" in agent_id:
         return None
 
     def step() -> _Answer:
         lease = jobs.claim(services, agent_id, agent_caller(services.store, auth))
-        return _Answer(Response(status_code=204) if lease is None else encoded(lease))
+        if lease is None:
+            return _Answer(Response(status_code=204), idle=True)
+        return _Answer(encoded(lease))
 
     return _answered(step)
 
@@ -131,6 +153,7 @@ ROUTES = (
         re.compile(rf"{re.escape(API_PREFIX)}/agents/(?P<agent_id>[^/]+)/claim"),
         _claim,
         reads_body=False,
+        waits=True,
     ),
     _Route(
         f"{API_PREFIX}/jobs/{{job_id}}/heartbeat",
@@ -178,20 +201,74 @@ class AgentPath:
             body = await _body(receive)
         authorization = headers.get(b"authorization")
         scope["route"] = route
-        answer = await anyio.to_thread.run_sync(
-            route.handle,
-            self.services,
-            match,
-            scope["query_string"].decode("latin-1"),
-            body,
-            None if authorization is None else authorization.decode("latin-1"),
-        )
+        query = scope["query_string"].decode("latin-1")
+        auth = None if authorization is None else authorization.decode("latin-1")
+
+        async def handle() -> _Answer | None:
+            return await anyio.to_thread.run_sync(
+                route.handle, self.services, match, query, body, auth
+            )
+
+        wait_s = (_claim_wait(query) or 0.0) if route.waits else 0.0
+        if wait_s > 0:
+            answer = await self._claim_waiting(handle, wait_s, receive)
+        else:
+            answer = await handle()
         if answer is None:
             await self.app(scope, _replay(body, receive), send)
             return
         await answer.response(scope, receive, send)
         if answer.after is not None:
             await anyio.to_thread.run_sync(answer.after)
+
+    async def _claim_waiting(
+        self, claim: Callable[[], Awaitable[_Answer | None]], wait_s: float, receive: Receive
+    ) -> _Answer | None:
+        """A claim that may wait `wait_s` for work (server.services.work): asked again each
+        time this process commits queued jobs, and every `_RECHECK_S` for those another
+        process queued, until it gets a job, the time is up, or the client goes away (then
+        it takes none). Waiting holds no worker thread."""
+        work = self.services.work
+        recheck_s = _RECHECK_S[self.services.engines.shared]
+        deadline = time.monotonic() + wait_s
+        waiting = _Waiting(work.waiter())  # before the claim: a wake while it runs counts
+        try:
+            answer = await claim()
+            async with anyio.create_task_group() as group:
+                group.start_soon(_watch_disconnect, receive, waiting)
+                while answer is not None and answer.idle and not waiting.gone:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    with anyio.move_on_after(min(left, recheck_s)) as timer:
+                        await waiting.event.wait()
+                    if waiting.gone or (timer.cancelled_caught and left <= recheck_s):
+                        break  # gone, or the wait is over with no wake: "no work"
+                    work.forget(waiting.event)
+                    waiting.event = work.waiter()
+                    answer = await claim()
+                group.cancel_scope.cancel()
+        finally:
+            work.forget(waiting.event)
+        return answer
+
+
+# How often a waiting claim asks again with no wake: jobs queued by another process wake no
+# one here, and a process learns that others write when it sees their work (`engines.shared`).
+_RECHECK_S = {False: 5.0, True: 1.0}
+
+
+@dataclass
+class _Waiting:
+    event: Any  # asyncio.Event: set by the next wake (server.services.work) or a disconnect
+    gone: bool = False  # the client went away
+
+
+async def _watch_disconnect(receive: Receive, waiting: _Waiting) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    waiting.gone = True
+    waiting.event.set()
 
 
 async def _body(receive: Receive) -> bytes:

@@ -45,7 +45,7 @@ def create_app(settings: Settings) -> FastAPI:
     # The agents' claims, heartbeats and results skip the layers above (their answers are
     # small); what they cannot answer goes on through them.
     app.add_middleware(AgentPath, services=services, max_bytes=settings.max_request_bytes)
-    install_metrics(app, store)
+    install_metrics(app, services)
     app.add_api_route("/healthz", healthz, methods=["GET"])
     document_errors(app)
     install_error_handlers(app)

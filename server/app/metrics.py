@@ -8,17 +8,23 @@ global registry would refuse duplicates.
 from __future__ import annotations
 
 from fastapi import FastAPI, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
 from server.app.middleware.observe import HttpMetrics, ObserveRequests
+from server.services.context import Services
 from server.services.metrics import DatabaseCollector
-from server.store.store import Store
 
 
-def install_metrics(app: FastAPI, store: Store) -> None:
+def install_metrics(app: FastAPI, services: Services) -> None:
     """Add the request observer and GET /metrics (app-level, outside /api/v1)."""
     registry = CollectorRegistry()
-    registry.register(DatabaseCollector(store))
+    registry.register(DatabaseCollector(services.store))
+    waiting = Gauge(
+        "hwnas_claims_waiting",
+        "claims held open in this process until work comes (claim?wait=)",
+        registry=registry,
+    )
+    waiting.set_function(services.work.waiting)
     app.add_middleware(ObserveRequests, metrics=HttpMetrics(registry))
 
     @app.get("/metrics", include_in_schema=False)

@@ -34,7 +34,8 @@ async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
             return
         try:
             # In a worker thread: the pass is a blocking database transaction.
-            await to_thread.run_sync(requeue_stale, services.store)
+            if await to_thread.run_sync(requeue_stale, services.store):
+                services.work.wake()  # jobs back in the queue for the claims waiting
             await to_thread.run_sync(settle_waiting, services)
             await to_thread.run_sync(keep_tables_ready, services)
         except Exception:

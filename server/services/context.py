@@ -13,6 +13,7 @@ from datetime import datetime
 from server.services.engines import EngineCache
 from server.services.leases import ExpiryWatch
 from server.services.result_tables import ResultTables
+from server.services.work import WorkSignal
 from server.store.store import Store
 
 
@@ -32,3 +33,6 @@ class Services:
         self.lease_terms: dict[tuple[int, object], dict] = {}
         # An engine a failed write told something is forgotten with the rollback.
         store.observe(self.engines)
+        # Claims waiting for work (`claim?wait=`), woken when jobs queued here commit.
+        self.work = WorkSignal()
+        store.observe(self.work)

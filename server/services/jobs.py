@@ -223,7 +223,8 @@ def _take(services: Services, session: Session, agent: Row[Any]) -> JobLease | N
     store = services.store
     now = store.now()
     if services.expiry.due(now):
-        requeue_expired(session, now, store.row_locks)
+        if requeue_expired(session, now, store.row_locks):
+            services.work.queued()
         services.expiry.checked(session, now, store.settings.lease_seconds)
     expires = now + timedelta(seconds=store.settings.lease_seconds)
     params = _servable(session, agent)

@@ -58,9 +58,12 @@ def keep_tables_ready(services: Services) -> list[int]:
     return ready
 
 
-def queue(results: ResultTables, session: Session, search: SearchRow, slots: int) -> bool:
-    """Queue up to `slots` re-measurements of frontier points the noise cannot tell apart;
-    True while the search has any queued or running (it must not finish yet)."""
+def queue(
+    results: ResultTables, session: Session, search: SearchRow, slots: int
+) -> tuple[bool, int]:
+    """Queue up to `slots` re-measurements of frontier points the noise cannot tell apart.
+    Returns whether the search has any queued or running (it must not finish yet), and how
+    many this call queued."""
     request = search.parsed_request
     rows = session.execute(
         select(CandidateRow.status, func.count())
@@ -69,14 +72,14 @@ def queue(results: ResultTables, session: Session, search: SearchRow, slots: int
     ).all()
     by_status = dict(rows)
     if by_status.get(JobStatus.QUEUED, 0) + by_status.get(JobStatus.RUNNING, 0):
-        return True
+        return True, 0
     spent = sum(n for status, n in rows if status != JobStatus.CANCELLED)
     left = remeasure_budget(request) - spent
     if left <= 0:
-        return False
+        return False, 0
     picks = choose(results.get(session, search), request.noise.max_measurements, min(left, slots))
     if not picks:
-        return False
+        return False, 0
     rounds = dict(
         session.execute(
             select(CandidateRow.arch_id, func.max(CandidateRow.round))
@@ -106,7 +109,7 @@ def queue(results: ResultTables, session: Session, search: SearchRow, slots: int
     )
     session.flush()
     log_event("search.remeasure", search_id=search.id, queued=len(picks), spent=spent)
-    return True
+    return True, len(picks)
 
 
 def choose(table: ResultTable, max_measurements: int, most: int | None = None) -> list[str]:

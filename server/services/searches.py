@@ -137,6 +137,7 @@ def _enqueue(
     for reason in engine.take_fallbacks():
         log_event("search.fallback", search_id=search.id, strategy=engine.strategy, reason=reason)
     services.engines.changed(search)
+    services.work.queued()
     for row in enqueue(session, search, batch, services.store.now()):
         tell(services, session, search, row, engine)
 
@@ -201,7 +202,12 @@ def advance(
     while batch:
         _enqueue(services, session, search, engine, batch)
         batch = engine.ask(slots)
-    if engine.finished and not remeasure.queue(services.results, session, search, slots):
+    remeasuring = False
+    if engine.finished:
+        remeasuring, queued = remeasure.queue(services.results, session, search, slots)
+        if queued:
+            services.work.queued()
+    if engine.finished and not remeasuring:
         search.status = SearchStatus.FINISHED
         search.finish_reason = engine.finish_reason
         search.finished_at = services.store.now()

@@ -11,11 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
+from agent import cli as agent_cli
 from agent.child import FAULT_ENV
 from agent.client import AgentClient
 from agent.lease import Backoff
 from agent.worker import Worker
 from archvocab.wire import MeasurementResult
+from hwnas.cli import build_parser
 from hwnas.testing.ports import free_port
 from tests.factories import agent_registration
 
@@ -353,3 +355,42 @@ def test_an_agent_at_max_jobs_does_not_ask_for_the_next(tiny_spec: dict[str, Any
         worker = make_worker(http, max_jobs=1)
         assert worker.run() == 0
     assert [r.url.params.get("claim_next") for r in sent] == [None]
+
+
+@pytest.mark.parametrize("server_waits", [True, False])
+def test_a_claim_that_waited_for_work_asks_again_at_once(server_waits: bool) -> None:
+    """With `claim_wait`, a claim asks the server to hold it open; a 204 that took its wait
+    (the server waited) is followed by the next claim at once, while one answered at once
+    (a server that does not wait) is followed after the poll interval, as without."""
+    asked: list[tuple[float, str | None]] = []
+    worker: Worker | None = None
+
+    def claim(request: httpx.Request) -> httpx.Response:
+        asked.append((time.monotonic(), request.url.params.get("wait")))
+        if server_waits:
+            time.sleep(0.2)  # the server held it open for its wait
+        if len(asked) == 2:
+            assert worker is not None
+            worker.stop()
+        return httpx.Response(204)
+
+    script: Script = {"agents": [answer(201, AGENT)], "claim": [claim]}
+    with scripted_http(script) as http:
+        poll_interval = 20.0 if server_waits else 0.5
+        worker = make_worker(http, claim_wait=0.2, poll_interval=poll_interval)
+        thread, codes = in_thread(worker)
+        thread.join(60)
+    assert codes == [0] and [wait for _, wait in asked] == ["0.2", "0.2"]
+    gap = asked[1][0] - asked[0][0]
+    if server_waits:
+        assert gap < poll_interval  # no poll interval after the wait
+    else:
+        assert gap >= poll_interval  # as after any 204 answered at once
+
+
+@pytest.mark.parametrize("value", ["-1", "31", "nan"])
+def test_a_claim_wait_out_of_range_is_a_usage_error(capsys: Any, value: str) -> None:
+    argv = ["agent", "--server", "http://127.0.0.1:9", "--device-class", "x"]
+    args = build_parser().parse_args([*argv, "--claim-wait", value])
+    assert agent_cli.run(args) == 2
+    assert f"--claim-wait must be 0 to 30 s, got {value}" in capsys.readouterr().err

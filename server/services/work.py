@@ -1,0 +1,65 @@
+"""Claims that wait for work (`claim?wait=`, a long poll): instead of asking again every
+second, an idle agent's claim is held open and asked again when a write transaction that
+queued jobs commits in this process.
+
+A thousand idle agents polling once a second cost the server a thousand requests a second
+while a search waits for its generation's last results (docs/benchmarks.md, "The fleet on 16
+cores"). Held open, they cost nothing until there is work, and the first claims to ask again
+get it at once instead of a poll interval later. Jobs queued by another server process wake
+no one here: a waiting claim also asks again every `recheck_s`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+
+class WorkSignal:
+    """Told by the services when a transaction queues jobs (`queued`), and by the store when
+    write transactions end (a `TransactionObserver`); wakes the claims waiting in this
+    process once such a transaction commits."""
+
+    def __init__(self) -> None:
+        # Set and read inside write transactions, which take turns (`Store.write`).
+        self._queued = False
+        self._guard = threading.Lock()  # the waiters, from the event loop and worker threads
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def queued(self) -> None:
+        """The running write transaction queued jobs: wake the waiting claims if it commits."""
+        self._queued = True
+
+    def committed(self) -> None:
+        if self._queued:
+            self._queued = False
+            self.wake()
+
+    def rolled_back(self) -> None:
+        self._queued = False
+
+    def wake(self) -> None:
+        """Wake every claim waiting now (each asks again; those that find nothing wait on)."""
+        with self._guard:
+            waiters, self._waiters = self._waiters, []
+        for loop, event in waiters:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # its loop has closed: the server is going away
+                pass
+
+    def waiter(self) -> asyncio.Event:
+        """An event set at the next wake, for a claim about to ask (from the event loop):
+        registered before it asks, so that work queued while it asks is not missed."""
+        event = asyncio.Event()
+        with self._guard:
+            self._waiters.append((asyncio.get_running_loop(), event))
+        return event
+
+    def forget(self, event: asyncio.Event) -> None:
+        with self._guard:
+            self._waiters = [w for w in self._waiters if w[1] is not event]
+
+    def waiting(self) -> int:
+        with self._guard:
+            return len(self._waiters)

@@ -1,0 +1,85 @@
+"""Claims that wait for work (`claim?wait=`, server.services.work and server.app.agent_path):
+answered as soon as a job is queued in the process, 204 once the wait ends with none, a wait
+out of range named; a client that goes away while it waits takes no job."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hwnas.testing.servers import api_client, serve
+from server.app import agent_path
+from tests.factories import register, search_request
+
+
+def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "the condition did not come about"
+        time.sleep(0.01)
+
+
+def test_a_waiting_claim_gets_the_job_queued_while_it_waits(client, monkeypatch):
+    # No asking again on a timer within the wait: only the wake can bring the job.
+    monkeypatch.setattr(agent_path, "_RECHECK_S", {False: 600.0, True: 600.0})
+    services = client.app.state.services
+    agent = register(client)
+    answers: list[httpx.Response] = []
+
+    def claim() -> None:
+        answers.append(client.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}))
+
+    waiting = threading.Thread(target=claim)
+    waiting.start()
+    # Its first claim found nothing (no search yet), and it waits.
+    _until(lambda: agent in services.idle_agents and services.work.waiting() == 1)
+    client.post("/api/v1/searches", json=search_request())
+    waiting.join(60)
+    assert answers and answers[0].status_code == 200, answers
+    running = client.get("/api/v1/searches/1/candidates", params={"status": "running"}).json()
+    assert [c["arch_id"] for c in running] == [answers[0].json()["arch_id"]]
+    assert services.work.waiting() == 0
+
+
+def test_a_waiting_claim_with_no_work_is_answered_no_work_when_its_wait_ends(client):
+    agent = register(client)
+    answer = client.post(f"/api/v1/agents/{agent}/claim", params={"wait": 0.2})
+    assert answer.status_code == 204
+    assert client.app.state.services.work.waiting() == 0
+
+
+@pytest.mark.parametrize(
+    ("wait", "says"),
+    [("31", "less than or equal to 30"), ("-1", "greater than or equal to 0"), ("soon", "number")],
+)
+def test_a_wait_out_of_range_is_named_with_its_bounds(client, wait, says):
+    agent = register(client)
+    answer = client.post(f"/api/v1/agents/{agent}/claim", params={"wait": wait})
+    assert answer.status_code == 422
+    message = answer.json()["message"]
+    assert message.startswith("query.wait:") and says in message, message
+
+
+def test_a_claim_whose_client_left_while_waiting_takes_no_job(tmp_path: Path):
+    with serve(tmp_path, tmp_path / "hwnas.db", "--no-auth") as server, api_client(
+        server.url
+    ) as http:
+        agent = register(http)
+        with pytest.raises(httpx.ReadTimeout):  # the agent gives up, and its connection closes
+            http.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}, timeout=0.5)
+
+        def waiting() -> float:
+            for line in http.get("/metrics").text.splitlines():
+                if line.startswith("hwnas_claims_waiting "):
+                    return float(line.split()[1])
+            raise AssertionError("no hwnas_claims_waiting in /metrics")
+
+        _until(lambda: waiting() == 0, timeout_s=10)  # well inside the 25 s it asked for
+        assert http.post("/api/v1/searches", json=search_request()).status_code == 201
+        candidates = http.get("/api/v1/searches/1/candidates").json()
+        assert candidates and {c["status"] for c in candidates} == {"queued"}
