@@ -66,9 +66,10 @@ def test_a_wait_out_of_range_is_named_with_its_bounds(client, wait, says):
 
 
 def test_a_claim_whose_client_left_while_waiting_takes_no_job(tmp_path: Path):
-    with serve(tmp_path, tmp_path / "hwnas.db", "--no-auth") as server, api_client(
-        server.url
-    ) as http:
+    with (
+        serve(tmp_path, tmp_path / "hwnas.db", "--no-auth") as server,
+        api_client(server.url) as http,
+    ):
         agent = register(http)
         with pytest.raises(httpx.ReadTimeout):  # the agent gives up, and its connection closes
             http.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}, timeout=0.5)
