@@ -9,6 +9,9 @@ server.app.errors translates them. Anything else (no Content-Length or a body ov
 another content type, an unexpected query, a body or path the models refuse) goes on to the
 FastAPI route untouched, its body replayed, so that every refusal keeps its one shape and its
 one place. The routes stay in the API (server.api.jobs) for the schema and for those requests.
+
+A claim that may wait for work (`?wait=`) waits here, on the event loop, between its claims
+(server.services.work): a thousand idle agents hold a thousand open requests, not threads.
 """
 
 from __future__ import annotations
@@ -234,9 +237,11 @@ class AgentPath:
         waiting = _Waiting(work.waiter())  # before the claim: a wake while it runs counts
         try:
             answer = await claim()
+            if answer is None or not answer.idle:
+                return answer
             async with anyio.create_task_group() as group:
                 group.start_soon(_watch_disconnect, receive, waiting)
-                while answer is not None and answer.idle and not waiting.gone:
+                while answer is not None and answer.idle:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
