@@ -6,7 +6,7 @@
 # and their needs; `pgserver`, whose wheel holds PostgreSQL 16's binaries). Results go to $OUT.
 # A scenario is not started once DEADLINE_S seconds (default 540) have passed.
 #
-#   bash bench/load_device.sh            # about 6 minutes on 16 cores
+#   bash bench/load_device.sh            # about 10 minutes on 16 cores (DEADLINE_S cuts it)
 #   QUICK=1 bash bench/load_device.sh    # a few seconds per scenario: checks the set-up
 #   COMPARE=.before bash bench/load_device.sh   # PostgreSQL, 8 and 4 processes, before/after
 set -euo pipefail
@@ -51,5 +51,8 @@ load load_sqlite_1000 "${long[@]}" "${next[@]}" --stores sqlite --workers 1
 # Item 3: does throughput rise with server processes on PostgreSQL when cores allow?
 load load_pg_200 "${short[@]}" "${next[@]}" --stores postgresql --workers 1,2,4,8
 load load_pg_1000 "${long[@]}" "${next[@]}" --stores postgresql --workers 8
+# Claims that wait for work (claim?wait=, hwnas agent --claim-wait) at 1,000 agents.
+load load_sqlite_1000_wait "${long[@]}" "${next[@]}" --claim-wait-s 10 --stores sqlite --workers 1
+load load_pg_1000_wait "${long[@]}" "${next[@]}" --claim-wait-s 10 --stores postgresql --workers 8
 # What claim_next gives on these cores: the first scenario with a claim apiece.
 if [ "${NEXT:-1}" != 0 ]; then load load_sqlite_200_claims "${short[@]}" --stores sqlite --workers 1; fi
