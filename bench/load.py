@@ -148,8 +148,8 @@ def monitor(load: Load, http: httpx.Client, procs: list, seen: Seen) -> str:
         except httpx.HTTPError as exc:
             seen.monitor_errors.append(f"GET /api/v1/searches: {type(exc).__name__}: {exc}")
             continue
-        if all(s["status"] != "running" for s in searches):
-            return "searches finished"
+        if searches and all(s["status"] != "running" for s in searches):
+            return "searches finished"  # (with --searches 0, an idle fleet, for the duration)
         if load.results and sum(s["progress"]["measured"] for s in searches) >= load.results:
             return "results"
 

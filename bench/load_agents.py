@@ -129,7 +129,8 @@ class Generator:
                 if reply is None or reply.status_code != 200:
                     # A claim that waited its time out asks again at once; one answered
                     # sooner (a server that does not wait) waits `idle_s` as any other.
-                    waited = time.perf_counter() - asked >= self.load.claim_wait_s / 2
+                    wait_s = self.load.claim_wait_s
+                    waited = wait_s > 0 and time.perf_counter() - asked >= wait_s / 2
                     if not (reply is not None and reply.status_code == 204 and waited):
                         await asyncio.sleep(self.load.idle_s)
                     continue

@@ -229,10 +229,10 @@ class AgentPath:
     ) -> _Answer | None:
         """A claim that may wait `wait_s` for work (server.services.work): asked again each
         time this process commits queued jobs, and every `_RECHECK_S` for those another
-        process queued, until it gets a job, the time is up, or the client goes away (then
-        it takes none). Waiting holds no worker thread."""
+        process queued, until it gets a job, the time is up, or the client goes
+        away (then it takes none). Waiting holds no worker thread."""
         work = self.services.work
-        recheck_s = _RECHECK_S[self.services.engines.shared]
+        recheck_s = _RECHECK_S if self.services.engines.shared else wait_s
         deadline = time.monotonic() + wait_s
         waiting = _Waiting(work.waiter())  # before the claim: a wake while it runs counts
         try:
@@ -258,9 +258,12 @@ class AgentPath:
         return answer
 
 
-# How often a waiting claim asks again with no wake: jobs queued by another process wake no
-# one here, and a process learns that others write when it sees their work (`engines.shared`).
-_RECHECK_S = {False: 5.0, True: 1.0}
+# How often a waiting claim asks again with no wake, once this process has seen that others
+# write the store (`engines.shared`): jobs they queue wake no one here. A process alone queues
+# every job itself (or its lease schedule requeues it, which wakes too), so its claims wait
+# out their time. (A lease that a claim requeues on PostgreSQL wakes them only with this
+# process's next write transaction, or when their wait ends.)
+_RECHECK_S = 1.0
 
 
 @dataclass
