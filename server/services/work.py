@@ -6,7 +6,8 @@ A thousand idle agents polling once a second cost the server a thousand requests
 while a search waits for its generation's last results (docs/benchmarks.md, "The fleet on 16
 cores"). Held open, they cost nothing until there is work, and the first claims to ask again
 get it at once instead of a poll interval later. Jobs queued by another server process wake
-no one here: a waiting claim also asks again every `recheck_s`.
+no one here: once a process has seen others write, its waiting claims also ask again every
+second (server.app.agent_path).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class WorkSignal:
         # Set and read inside write transactions, which take turns (`Store.write`).
         self._queued = False
         self._guard = threading.Lock()  # the waiters, from the event loop and worker threads
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self._waiters: dict[asyncio.Event, asyncio.AbstractEventLoop] = {}
 
     def queued(self) -> None:
         """The running write transaction queued jobs: wake the waiting claims if it commits."""
@@ -41,8 +42,8 @@ class WorkSignal:
     def wake(self) -> None:
         """Wake every claim waiting now (each asks again; those that find nothing wait on)."""
         with self._guard:
-            waiters, self._waiters = self._waiters, []
-        for loop, event in waiters:
+            waiters, self._waiters = self._waiters, {}
+        for event, loop in waiters.items():
             try:
                 loop.call_soon_threadsafe(event.set)
             except RuntimeError:  # its loop has closed: the server is going away
@@ -53,12 +54,12 @@ class WorkSignal:
         registered before it asks, so that work queued while it asks is not missed."""
         event = asyncio.Event()
         with self._guard:
-            self._waiters.append((asyncio.get_running_loop(), event))
+            self._waiters[event] = asyncio.get_running_loop()
         return event
 
     def forget(self, event: asyncio.Event) -> None:
         with self._guard:
-            self._waiters = [w for w in self._waiters if w[1] is not event]
+            self._waiters.pop(event, None)
 
     def waiting(self) -> int:
         with self._guard:
