@@ -24,6 +24,7 @@ from search.strategies import ENGINES
 from server.services.heap import settle_after
 from server.services.quality import normaliser
 from server.store.rows import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
+from server.store.store import write_columns
 
 
 def measured_values(row: CandidateRow) -> dict[str, float] | None:
@@ -154,9 +155,9 @@ class EngineCache:
         revision with these slots (nothing in the rows moved since, in any process)."""
         return self._idle.get(search_id) == (revision, slots)
 
-    def changed(self, search: SearchRow) -> None:
+    def changed(self, session: Session, search: SearchRow) -> None:
         """The engine was told or asked something the rows now record: a new revision."""
-        search.revision += 1
+        write_columns(session, search, revision=search.revision + 1)
         cached = self._engines.get(search.id)
         if cached is not None:
             self._engines[search.id] = (cached[0], search.revision)

@@ -11,6 +11,7 @@ the first ten successful measurements, and then every earlier result gets its va
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 from sqlalchemy import bindparam, func, select
@@ -33,6 +34,7 @@ from server.services.frontier import is_feasible, objective_values
 from server.services.results import Told
 from server.settings import as_utc
 from server.store.rows import CandidateRow, SearchRow
+from server.store.store import write_columns
 
 SPACE_SAMPLE = 500  # specs sampled to bound a zero-cost proxy when the search starts
 FIRST_RESULTS = 10  # successful measurements that fix a reference nothing else gave
@@ -93,16 +95,19 @@ def record_result(
     if last is None:
         with session.no_autoflush:
             last = session.scalar(_LAST_SEQ, {"search": search.id})
-    row.result_seq = numbered[search.id] = (last or 0) + 1
+    numbered[search.id] = (last or 0) + 1
+    values: dict[str, Any] = {"result_seq": numbered[search.id]}
     norm = normaliser(search)
     if norm is None:
+        write_columns(session, row, **values)
         if _fix_from_results(session, search):
             _backfill(session, search)
             if engine is not None:
                 engine.use_normaliser(normaliser(search))
         return
     if engine is not None:
-        row.hypervolume = engine.frontier_hypervolume(norm)
+        values["hypervolume"] = engine.frontier_hypervolume(norm)
+    write_columns(session, row, **values)
 
 
 def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:

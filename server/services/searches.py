@@ -136,7 +136,7 @@ def _enqueue(
     why."""
     for reason in engine.take_fallbacks():
         log_event("search.fallback", search_id=search.id, strategy=engine.strategy, reason=reason)
-    services.engines.changed(search)
+    services.engines.changed(session, search)
     services.work.queued()
     for row in enqueue(session, search, batch, services.store.now()):
         tell(services, session, search, row, engine)
@@ -243,10 +243,10 @@ def recorded(
     """The rows' side of `tell`, for a result the engine (if any) has heard already: a new
     revision, and the result numbered and scored."""
     if row.round > 0:  # a new revision all the same: it may let the search finish
-        services.engines.changed(search)
+        services.engines.changed(session, search)
         return
     if engine is not None:
-        services.engines.changed(search)
+        services.engines.changed(session, search)
     quality.record_result(session, search, row, engine)
 
 

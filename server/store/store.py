@@ -10,9 +10,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
+from sqlalchemy import Update, bindparam, inspect, update
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm.attributes import set_committed_value
 
 from server.errors import NotFound
 from server.settings import Settings
@@ -120,3 +122,32 @@ def take_search(session: Session, search_id: int) -> SearchRow | None:
     if search is None and session.get(SearchRow, search_id) is None:
         raise NotFound("search", search_id)
     return search
+
+
+def write_columns(session: Session, row: Any, **values: Any) -> None:
+    """Set columns of a row `session` holds and write them at once, by its primary key (one
+    statement built once per table and columns), rather than at the session's next flush: the
+    unit of work's flush of a row or two costs several times the statement (issue 20). The
+    row reads as if it had been loaded with them. A row not in the database yet gets them as
+    attributes, written with its insert."""
+    state = inspect(row)
+    if not state.persistent:
+        for name, value in values.items():
+            setattr(row, name, value)
+        return
+    table = row.__table__
+    key = (table.name, tuple(values))
+    statement = _UPDATES.get(key)
+    if statement is None:
+        (primary,) = table.primary_key.columns
+        statement = _UPDATES[key] = (
+            update(table)
+            .where(primary == bindparam("_row"))
+            .values({name: bindparam(name) for name in values})
+        )
+    session.execute(statement, {"_row": state.identity[0], **values})
+    for name, value in values.items():
+        set_committed_value(row, name, value)
+
+
+_UPDATES: dict[tuple[str, tuple[str, ...]], Update] = {}

@@ -94,6 +94,19 @@ def test_dominance_by_the_points_of_another_set_matches_the_definition(
         assert got.tolist() == want, (k, kind, trial)
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("kind", ["continuous", "ties", "anti"])
+def test_weakly_dominated_matches_the_definition(k: int, kind: str) -> None:
+    rng = np.random.default_rng(3000 * k + len(kind))
+    for trial in range(40):
+        others = random_points(rng, int(rng.integers(0, 50)), k, kind)
+        point = random_points(rng, 1, k, kind)[0]
+        if len(others) and trial % 4 == 0:
+            point = others[int(rng.integers(len(others)))].copy()  # an equal point covers it
+        want = bool(np.all(others <= point, axis=1).any()) if len(others) else False
+        assert pareto.weakly_dominated(point, others) is want, (k, kind, trial)
+
+
 def test_identical_points_both_stay_on_front() -> None:
     pts = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [2.0, 2.0, 3.0], [0.0, 5.0, 5.0]])
     assert non_dominated_mask(pts).tolist() == [True, True, False, True]

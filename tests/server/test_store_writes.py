@@ -1,0 +1,79 @@
+"""`write_columns`: a row's columns written at once, leaving nothing for the session's flush."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import event, select
+
+from server.settings import Settings
+from server.store.rows import SearchRow
+from server.store.schema import migrate
+from server.store.store import Store, write_columns
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = Store(Settings(database_url=f"sqlite:///{tmp_path / 'w.db'}", auth=False))
+    migrate(store.db)
+    yield store
+    store.close()
+
+
+def _search(revision: int = 0) -> SearchRow:
+    return SearchRow(
+        name="w",
+        status="running",
+        device_class="cpu",
+        request={},
+        runtime="eager",
+        device="cpu",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        revision=revision,
+    )
+
+
+def _statements(store: Store) -> list[str]:
+    seen: list[str] = []
+    event.listen(store.db, "before_cursor_execute", lambda *a: seen.append(a[2].split()[0]))
+    return seen
+
+
+def test_a_loaded_row_is_written_by_one_update_and_left_clean(store):
+    with store.write() as session:
+        session.add(_search(revision=3))
+    statements = _statements(store)
+    with store.write() as session:
+        search = session.scalars(select(SearchRow)).one()
+        write_columns(session, search, revision=4, finish_reason="budget")
+        assert statements.count("UPDATE") == 1  # at once, not at the flush
+        assert search.revision == 4 and search.finish_reason == "budget"
+        assert not session.dirty  # the flush has nothing left to write
+        written = len(statements)
+        session.flush()
+        assert len(statements) == written
+    with store.read() as session:
+        again = session.scalars(select(SearchRow)).one()
+        assert (again.revision, again.finish_reason) == (4, "budget")
+
+
+def test_a_row_not_yet_inserted_gets_the_values_with_its_insert(store):
+    statements = _statements(store)
+    with store.write() as session:
+        search = _search()
+        session.add(search)
+        write_columns(session, search, revision=7)
+        assert "UPDATE" not in statements
+    with store.read() as session:
+        assert session.scalars(select(SearchRow.revision)).one() == 7
+
+
+def test_a_write_rolled_back_with_its_transaction_is_undone(store):
+    with store.write() as session:
+        session.add(_search(revision=1))
+    with pytest.raises(RuntimeError), store.write() as session:
+        write_columns(session, session.scalars(select(SearchRow)).one(), revision=2)
+        raise RuntimeError("the transaction fails after the write")
+    with store.read() as session:
+        assert session.scalars(select(SearchRow.revision)).one() == 1
