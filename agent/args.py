@@ -12,6 +12,10 @@ AGENT_TOKEN_ENV = "HWNAS_AGENT_TOKEN"  # the enrollment token, where --token is 
 # The CLI always passes it to agent.worker.Worker, whose own default (for tests and embedding)
 # tests/hwnas/test_cli.py holds equal to this one.
 POLL_INTERVAL_S = 1.0
+# An idle agent's claim waits this long on the server for work before it asks again: a
+# thousand idle agents cost the server a request a second each when they poll instead
+# (docs/benchmarks.md, "Claims that wait for work").
+CLAIM_WAIT_S = 10.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,12 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--claim-wait",
         type=float,
-        default=0.0,
+        default=CLAIM_WAIT_S,
         metavar="SECONDS",
         help="hold each claim open on the server up to this long (at most 30) for work, "
-        "answered as soon as a job comes, instead of asking again every --poll-interval: "
-        "what a large fleet's idle agents should do. A stop waits for the claim in flight "
-        "(default: 0, poll)",
+        "answered as soon as a job comes, instead of asking again every --poll-interval. A "
+        "stop lets the claim be answered first; a second stop ends it. 0: poll "
+        "(default: %(default)g)",
     )
     parser.add_argument(
         "--max-params",

@@ -1,8 +1,9 @@
 """`hwnas agent`: build the HTTP client and the worker from the command line, then run.
 
 Its arguments are in `agent.args`; this is where logging and signal handling are set up.
-SIGTERM or SIGINT once: finish and report the current job, then exit. Twice: kill the
-measurement and exit at once.
+SIGTERM or SIGINT once: finish and report the current job (or wait out the claim waiting for
+work, and measure a job it brings), then exit. Twice: kill the measurement, or end the waiting
+claim, and exit at once.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from agent.client import AgentClient
 from agent.fingerprint import device_fingerprint
 from agent.guard import MIB, Guard, Limits
 from agent.launch import warm_forkserver
-from agent.worker import Worker
+from agent.worker import StopWaiting, Worker
 from archvocab.wire import MAX_CLAIM_WAIT_S, AgentInfo, AgentRegistration, JobLease
 
 logger = logging.getLogger("agent")
@@ -151,7 +152,9 @@ def guard_from_args(args: argparse.Namespace) -> Guard | str:
 
 @contextmanager
 def stop_on_signals(worker: Worker) -> Iterator[None]:
-    """SIGTERM/SIGINT: first stop() (finish the job), then abort(); handlers restored after."""
+    """SIGTERM/SIGINT: first stop() (finish the job, or the claim waiting for work: a job it
+    brings is measured), then abort() (a claim waiting for work ends at once:
+    `agent.worker.StopWaiting`); handlers restored after."""
 
     received = 0
 
@@ -162,10 +165,15 @@ def stop_on_signals(worker: Worker) -> Iterator[None]:
         logger.warning(
             "%s: %s",
             signal.Signals(signum).name,
-            "finishing the current job, then exiting" if first else "aborting the current job",
+            "finishing the current job (or the claim waiting for work), then exiting; again to "
+            "exit at once"
+            if first
+            else "aborting the current job",
         )
         # Event.set() takes a lock the interrupted main thread may hold; set it from a thread.
         threading.Thread(target=worker.stop if first else worker.abort, daemon=True).start()
+        if not first and worker.waiting_for_work:  # the main thread waits in a claim: end it
+            raise StopWaiting
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:

@@ -66,6 +66,10 @@ _TOKEN_HELP = (
 )
 
 
+class StopWaiting(Exception):  # noqa: N818 - a signal, not a failure
+    """Raised by a stop signal's handler into a claim that waits for work (`Worker._ask`)."""
+
+
 class Worker:
     """One agent's loop. Counters are plain attributes, named in COUNTERS:
 
@@ -121,6 +125,7 @@ class Worker:
         self.busy_pause_s = busy_pause_s
         self.info: AgentInfo | None = None
         self._stop = threading.Event()
+        self.waiting_for_work = False  # a claim held open on the server is in flight (`_ask`)
         self._cancel = threading.Event()  # kills the running measurement
         self._lock = threading.Lock()
         for name in COUNTERS:
@@ -156,7 +161,7 @@ class Worker:
         while not self._stop.is_set() and not self._enough_jobs():
             asked = time.monotonic()
             try:
-                lease = self._claim()
+                lease = self._claim(idle_since)
             except Refused as exc:
                 logger.error("%s", _refusal_line(exc, registering=self.info is None))
                 return EXIT_REFUSED
@@ -208,19 +213,40 @@ class Worker:
         logger.info("registered as agent %s (%s)", self.info.agent_id, self.info.device_class)
         return self.info
 
-    def _claim(self) -> JobLease | None:
+    def _claim(self, idle_since: float) -> JobLease | None:
         info = self.info or self._register()
         try:
             try:
-                return self.client.claim(info.agent_id, self.claim_wait)
+                return self._ask(info.agent_id, idle_since)
             except AgentUnknown:
                 logger.warning("server does not know agent %s; registering again", info.agent_id)
                 self.info = None
                 info = self._register()
-                return self.client.claim(info.agent_id, self.claim_wait)
+                return self._ask(info.agent_id, idle_since)
         except BadLease as exc:
             self._fail_unreadable(exc)
             return None
+
+    def _ask(self, agent_id: str, idle_since: float) -> JobLease | None:
+        """One claim, held open on the server up to `claim_wait` for work: not past the time
+        `exit_when_idle` leaves, and not at all with `once` (it exits at the first "no work").
+        A second stop signal ends a claim that waits (`StopWaiting`, raised by the signal's
+        handler while `waiting_for_work`): the agent exits at once, as an abort does, and a job
+        leased in that instant is left to its lease running out. (A first stop lets the claim
+        be answered, and a job it brings measured, so that nothing waits on a lease.)"""
+        wait_s = 0.0 if self.once else self.claim_wait
+        if wait_s and self.exit_when_idle is not None:
+            wait_s = min(wait_s, max(0.0, idle_since + self.exit_when_idle - time.monotonic()))
+        if not wait_s:
+            return self.client.claim(agent_id)
+        self.waiting_for_work = True
+        try:
+            return self.client.claim(agent_id, wait_s)
+        except StopWaiting:
+            self._stop.set()  # (not in the signal's handler: see agent.cli.stop_on_signals)
+            return None
+        finally:
+            self.waiting_for_work = False
 
     def _fail_unreadable(self, exc: BadLease) -> None:
         """A leased job whose lease did not validate: reported failed, never measured."""

@@ -136,9 +136,10 @@ def test_an_agent_with_a_wrong_token_exits_at_once_saying_why(tmp_path, procs):
     assert took < 60, f"the agent took {took:.1f} s to give up"
 
 
-def test_an_idle_agent_is_quiet_and_exits_once_its_token_is_revoked(tmp_path, procs):
+@pytest.mark.parametrize("claim_wait", ["0", "0.3"])  # polling, and claims that wait for work
+def test_an_idle_agent_is_quiet_and_exits_once_its_token_is_revoked(tmp_path, procs, claim_wait):
     url, db = serve(procs, tmp_path)
-    agent = start_agent(procs, "agent-0", url, poll_interval=0.1)
+    agent = start_agent(procs, "agent-0", url, "--claim-wait", claim_wait, poll_interval=0.1)
     wait_until(lambda: idle_claims(procs) >= 20, timeout=120, what="20 idle polls")
     log = procs.log("agent-0")
     # A poll line names its path or its status; a timestamp's milliseconds may read ",204".

@@ -212,7 +212,8 @@ class AgentPath:
                 route.handle, self.services, match, query, body, auth
             )
 
-        wait_s = (_claim_wait(query) or 0.0) if route.waits else 0.0
+        waits = route.waits and not self.services.work.closed  # a stopping server waits not
+        wait_s = (_claim_wait(query) or 0.0) if waits else 0.0
         if wait_s > 0:
             answer = await self._claim_waiting(handle, wait_s, receive)
         else:
@@ -229,8 +230,9 @@ class AgentPath:
     ) -> _Answer | None:
         """A claim that may wait `wait_s` for work (server.services.work): asked again each
         time this process commits queued jobs, and every `_RECHECK_S` for those another
-        process queued, until it gets a job, the time is up, or the client goes
-        away (then it takes none). Waiting holds no worker thread."""
+        process queued, until it gets a job, the time is up, the server stops
+        (`WorkSignal.close`), or the client goes away (then it takes none). Waiting holds no
+        worker thread."""
         work = self.services.work
         recheck_s = _RECHECK_S if self.services.engines.shared else wait_s
         deadline = time.monotonic() + wait_s
@@ -247,8 +249,10 @@ class AgentPath:
                         break
                     with anyio.move_on_after(min(left, recheck_s)) as timer:
                         await waiting.event.wait()
-                    if waiting.gone or (timer.cancelled_caught and left <= recheck_s):
-                        break  # gone, or the wait is over with no wake: "no work"
+                    if waiting.gone or work.closed:
+                        break  # gone, or the server stops: "no work"
+                    if timer.cancelled_caught and left <= recheck_s:
+                        break  # the wait is over with no wake: "no work"
                     work.forget(waiting.event)
                     waiting.event = work.waiter()
                     answer = await claim()

@@ -15,6 +15,7 @@ from server.app.errors import install_error_handlers
 from server.app.health import VERSION, healthz
 from server.app.metrics import install_metrics
 from server.app.middleware.body_limit import LimitRequestBody
+from server.app.stopping import claims_answered_on_stop
 from server.app.sweeper import lease_schedule
 from server.services.context import Services
 from server.settings import Settings
@@ -27,8 +28,9 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        async with lease_schedule(services):
-            yield
+        with claims_answered_on_stop(services.work):
+            async with lease_schedule(services):
+                yield
         store.close()
 
     app = FastAPI(title="hwnas", version=VERSION, lifespan=lifespan)

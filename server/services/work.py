@@ -26,6 +26,7 @@ class WorkSignal:
         self._queued = False
         self._guard = threading.Lock()  # the waiters, from the event loop and worker threads
         self._waiters: dict[asyncio.Event, asyncio.AbstractEventLoop] = {}
+        self._closed = False
 
     def queued(self) -> None:
         """The running write transaction queued jobs: wake the waiting claims if it commits."""
@@ -48,6 +49,16 @@ class WorkSignal:
                 loop.call_soon_threadsafe(event.set)
             except RuntimeError:  # its loop has closed: the server is going away
                 pass
+
+    def close(self) -> None:
+        """The server is stopping: the claims waiting now answer at once, and later ones wait
+        no more (a server waits for its requests in flight before it stops)."""
+        self._closed = True
+        self.wake()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def waiter(self) -> asyncio.Event:
         """An event set at the next wake, for a claim about to ask (from the event loop):

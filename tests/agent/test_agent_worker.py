@@ -388,6 +388,33 @@ def test_a_claim_that_waited_for_work_asks_again_at_once(server_waits: bool) -> 
         assert gap >= poll_interval  # as after any 204 answered at once
 
 
+@pytest.mark.parametrize(
+    ("options", "most"), [({"once": True}, None), ({"exit_when_idle": 0.5}, 0.5)]
+)
+def test_a_claim_waits_no_longer_than_the_agent_would_stay(
+    options: dict[str, Any], most: float | None
+) -> None:
+    """`once` exits at the first "no work", so it does not wait for work; `exit_when_idle`
+    caps each claim's wait at the idle time left."""
+    waits: list[str | None] = []
+
+    def claim(request: httpx.Request) -> httpx.Response:
+        waits.append(request.url.params.get("wait"))
+        return httpx.Response(204)
+
+    script: Script = {"agents": [answer(201, AGENT)], "claim": [claim] * 50}
+    with scripted_http(script) as http:
+        worker = make_worker(http, claim_wait=20.0, **options)
+        thread, codes = in_thread(worker)
+        thread.join(60)
+    assert codes == [0] and waits
+    if most is None:
+        assert waits == [None]
+    else:
+        assert all(w is not None and 0 <= float(w) <= most for w in waits[:1]), waits
+        assert all(w is None or float(w) <= most for w in waits), waits
+
+
 @pytest.mark.parametrize("value", ["-1", "31", "nan"])
 def test_a_claim_wait_out_of_range_is_a_usage_error(capsys: Any, value: str) -> None:
     argv = ["agent", "--server", "http://127.0.0.1:9", "--device-class", "x"]

@@ -1,9 +1,12 @@
 """Claims that wait for work (`claim?wait=`, server.services.work and server.app.agent_path):
 answered as soon as a job is queued in the process, 204 once the wait ends with none, a wait
-out of range named; a client that goes away while it waits takes no job."""
+out of range named; a client that goes away while it waits takes no job; a server or an agent
+told to stop does not wait out the claims in flight."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hwnas.testing.agents import start_agent
 from hwnas.testing.servers import api_client, serve
 from server.app import agent_path
 from tests.factories import register, search_request
@@ -22,6 +26,13 @@ def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "the condition did not come about"
         time.sleep(0.01)
+
+
+def _claims_waiting(http: httpx.Client) -> float:
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith("hwnas_claims_waiting "):
+            return float(line.split()[1])
+    raise AssertionError("no hwnas_claims_waiting in /metrics")
 
 
 def test_a_waiting_claim_gets_the_job_queued_while_it_waits(client, monkeypatch):
@@ -74,14 +85,58 @@ def test_a_claim_whose_client_left_while_waiting_takes_no_job(tmp_path: Path):
         agent = register(http)
         with pytest.raises(httpx.ReadTimeout):  # the agent gives up, and its connection closes
             http.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}, timeout=0.5)
+        _until(lambda: _claims_waiting(http) == 0, timeout_s=10)  # inside the 25 s asked for
+        assert http.post("/api/v1/searches", json=search_request()).status_code == 201
+        candidates = http.get("/api/v1/searches/1/candidates").json()
+        assert candidates and {c["status"] for c in candidates} == {"queued"}
 
-        def waiting() -> float:
-            for line in http.get("/metrics").text.splitlines():
-                if line.startswith("hwnas_claims_waiting "):
-                    return float(line.split()[1])
-            raise AssertionError("no hwnas_claims_waiting in /metrics")
 
-        _until(lambda: waiting() == 0, timeout_s=10)  # well inside the 25 s it asked for
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_server_told_to_stop_answers_its_waiting_claims_no_work_and_exits(
+    tmp_path: Path, workers: str
+):
+    # uvicorn waits for the requests in flight before it stops; a claim waiting 25 s for work
+    # is answered "no work" at the signal instead (server.app.stopping), in each process.
+    with serve(tmp_path, tmp_path / "hwnas.db", "--no-auth", "--workers", workers) as server:
+        with api_client(server.url) as http:
+            agent = register(http)
+        answers: list[httpx.Response] = []
+
+        def claim() -> None:
+            with api_client(server.url, timeout=60) as waiting:
+                answers.append(waiting.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}))
+
+        waiter = threading.Thread(target=claim)
+        waiter.start()
+        with api_client(server.url) as http:
+            _until(lambda: _claims_waiting(http) == 1)
+        asked = time.monotonic()
+        server.proc.terminate()
+        waiter.join(30)
+        server.proc.wait(30)
+        stopped_s = time.monotonic() - asked
+    assert [a.status_code for a in answers] == [204]
+    assert stopped_s < 10, f"the server took {stopped_s:.1f} s to stop"  # not the claim's 25 s
+
+
+def test_an_agent_told_to_stop_twice_while_its_claim_waits_exits_at_once(tmp_path: Path):
+    # `hwnas agent` holds its claims open for work by default. A first stop lets the claim be
+    # answered (a job it brings would be measured); a second ends it (agent.worker.StopWaiting)
+    # instead of waiting out the server's hold, and the server takes no job for it.
+    with (
+        serve(tmp_path, tmp_path / "hwnas.db", "--no-auth") as server,
+        api_client(server.url) as http,
+    ):
+        agent = start_agent(server.procs, "agent", server.url, "--claim-wait", "25")
+        _until(lambda: _claims_waiting(http) == 1, timeout_s=120)  # after torch's import
+        asked = time.monotonic()
+        agent.send_signal(signal.SIGTERM)
+        with pytest.raises(subprocess.TimeoutExpired):
+            agent.wait(1)  # still waiting for the claim's answer
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(30) == 0
+        assert time.monotonic() - asked < 10  # not the 25 s the claim asked to wait
+        _until(lambda: _claims_waiting(http) == 0, timeout_s=10)  # the server saw it leave
         assert http.post("/api/v1/searches", json=search_request()).status_code == 201
         candidates = http.get("/api/v1/searches/1/candidates").json()
         assert candidates and {c["status"] for c in candidates} == {"queued"}
