@@ -212,7 +212,7 @@ class AgentPath:
                 route.handle, self.services, match, query, body, auth
             )
 
-        waits = route.waits and not self.services.work.closed  # a stopping server waits not
+        waits = route.waits and not self.services.work.closed  # a stopping server holds none
         wait_s = (_claim_wait(query) or 0.0) if waits else 0.0
         if wait_s > 0:
             answer = await self._claim_waiting(handle, wait_s, receive)
