@@ -32,7 +32,9 @@ def claims_answered_on_stop(work: WorkSignal) -> Iterator[None]:
     previous = {sig: signal.getsignal(sig) for sig in _SIGNALS}
 
     def handle(signum: int, frame: FrameType | None) -> None:
-        work.close()
+        # From a thread: the handler runs on the event loop's thread, which may be inside
+        # `work`'s lock (a claim starting or ending its wait) at this moment.
+        threading.Thread(target=work.close, name="claims-answered-on-stop", daemon=True).start()
         before = previous[signum]
         if callable(before):
             before(signum, frame)
