@@ -14,7 +14,8 @@ AGENT_TOKEN_ENV = "HWNAS_AGENT_TOKEN"  # the enrollment token, where --token is 
 POLL_INTERVAL_S = 1.0
 # An idle agent's claim waits this long on the server for work before it asks again: a
 # thousand idle agents cost the server a request a second each when they poll instead
-# (docs/benchmarks.md, "Claims that wait for work").
+# (docs/benchmarks.md, "Claims that wait for work"). Unlike the poll interval, the Worker's own
+# default stays 0 (poll), for tests and embedding that script the server's answers.
 CLAIM_WAIT_S = 10.0
 
 
