@@ -28,8 +28,11 @@ def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
         time.sleep(0.01)
 
 
-def _claims_waiting(http: httpx.Client) -> float:
-    for line in http.get("/metrics").text.splitlines():
+def _claims_waiting(url: str) -> float:
+    """`hwnas_claims_waiting` of the process that answers a new connection to `url`: with
+    several server processes, each counts its own, and a kept-alive connection would ask the
+    same one every time."""
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
         if line.startswith("hwnas_claims_waiting "):
             return float(line.split()[1])
     raise AssertionError("no hwnas_claims_waiting in /metrics")
@@ -85,7 +88,7 @@ def test_a_claim_whose_client_left_while_waiting_takes_no_job(tmp_path: Path):
         agent = register(http)
         with pytest.raises(httpx.ReadTimeout):  # the agent gives up, and its connection closes
             http.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}, timeout=0.5)
-        _until(lambda: _claims_waiting(http) == 0, timeout_s=10)  # inside the 25 s asked for
+        _until(lambda: _claims_waiting(server.url) == 0, timeout_s=10)  # inside the 25 s
         assert http.post("/api/v1/searches", json=search_request()).status_code == 201
         candidates = http.get("/api/v1/searches/1/candidates").json()
         assert candidates and {c["status"] for c in candidates} == {"queued"}
@@ -108,8 +111,7 @@ def test_a_server_told_to_stop_answers_its_waiting_claims_no_work_and_exits(
 
         waiter = threading.Thread(target=claim)
         waiter.start()
-        with api_client(server.url) as http:
-            _until(lambda: _claims_waiting(http) == 1)
+        _until(lambda: _claims_waiting(server.url) == 1)
         asked = time.monotonic()
         server.proc.terminate()
         waiter.join(30)
@@ -128,7 +130,7 @@ def test_an_agent_told_to_stop_twice_while_its_claim_waits_exits_at_once(tmp_pat
         api_client(server.url) as http,
     ):
         agent = start_agent(server.procs, "agent", server.url, "--claim-wait", "25")
-        _until(lambda: _claims_waiting(http) == 1, timeout_s=120)  # after torch's import
+        _until(lambda: _claims_waiting(server.url) == 1, timeout_s=120)  # after torch's import
         asked = time.monotonic()
         agent.send_signal(signal.SIGTERM)
         with pytest.raises(subprocess.TimeoutExpired):
@@ -136,7 +138,7 @@ def test_an_agent_told_to_stop_twice_while_its_claim_waits_exits_at_once(tmp_pat
         agent.send_signal(signal.SIGTERM)
         assert agent.wait(30) == 0
         assert time.monotonic() - asked < 10  # not the 25 s the claim asked to wait
-        _until(lambda: _claims_waiting(http) == 0, timeout_s=10)  # the server saw it leave
+        _until(lambda: _claims_waiting(server.url) == 0, timeout_s=10)  # the server saw it leave
         assert http.post("/api/v1/searches", json=search_request()).status_code == 201
         candidates = http.get("/api/v1/searches/1/candidates").json()
         assert candidates and {c["status"] for c in candidates} == {"queued"}
