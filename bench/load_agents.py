@@ -15,6 +15,7 @@ import math
 import random
 import resource
 import time
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -95,6 +96,9 @@ class Generator:
         self.requests: list[tuple] = []  # (kind, status (0: transport error), began, ms, error)
         self.accepted: list[tuple] = []  # (search_id, arch_id, job_id, agent_id, duplicate)
         self.leases: list[int] = []  # job ids, one per lease given
+        # Per claim answered with a lease: (began, ms, when its job was queued (time.time()),
+        # None from a server that does not say).
+        self.claim_leases: list[tuple] = []
 
     async def call(self, kind: str, path: str, headers: dict, body: dict | None = None):
         began, start = time.time(), time.perf_counter()
@@ -135,6 +139,8 @@ class Generator:
                         await asyncio.sleep(self.load.idle_s)
                     continue
                 lease = reply.json()
+                began, ms = self.requests[-1][2:4]
+                self.claim_leases.append((began, ms, queued_epoch(lease)))
             self.leases.append(lease["job_id"])
             await asyncio.sleep(self.load.think_s * rng.uniform(0.5, 1.5))
             lease = await self.report(agent_id, auth, lease)
@@ -164,6 +170,11 @@ class Generator:
         return None
 
 
+def queued_epoch(lease: dict) -> float | None:
+    queued = lease.get("queued_at")
+    return datetime.fromisoformat(queued).timestamp() if queued else None
+
+
 async def _generate(load: Load, url: str, enroll: str, indices: list[int], stop, barrier):  # noqa: ANN001 - multiprocessing primitives
     limits = httpx.Limits(
         max_connections=len(indices),
@@ -188,6 +199,7 @@ def generate(load: Load, url: str, enroll: str, indices: list[int], stop, barrie
                 "requests": generator.requests,
                 "accepted": generator.accepted,
                 "leases": generator.leases,
+                "claim_leases": generator.claim_leases,
                 "cpu_s": usage.ru_utime + usage.ru_stime,
             }
         )

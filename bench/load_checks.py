@@ -33,6 +33,7 @@ class Seen:
     requests: list = dataclasses.field(default_factory=list)
     accepted: list = dataclasses.field(default_factory=list)
     leases: list = dataclasses.field(default_factory=list)
+    claim_leases: list = dataclasses.field(default_factory=list)  # (began, ms, queued)
     generator_cpu_s: float = 0.0
     monitor_errors: list = dataclasses.field(default_factory=list)
     started: float = 0.0  # when the agents started (time.time())
@@ -158,6 +159,15 @@ def percentile(ordered: list[float], q: float) -> float:
     low = math.floor(k)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def net_of_work_wait(began: float, ms: float, queued: float | None) -> float:
+    """A leasing claim's latency in ms, less any time it waited for its job to be queued:
+    from when it was sent or its job queued, whichever came later, to its answer (`began`,
+    `queued`: time.time(); `queued` None: the whole latency)."""
+    if queued is None:
+        return ms
+    return max(0.0, began + ms / 1000 - max(began, queued)) * 1000
 
 
 def latency_stats(values: list[float]) -> dict:

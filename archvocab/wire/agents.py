@@ -81,6 +81,10 @@ class JobLease(BaseModel):
     lease_id: str
     lease_expires_at: datetime
     lease_seconds: float
+    queued_at: datetime | None = Field(
+        None,
+        description="when the job last went into the queue (it waited for an agent until leased)",
+    )
     search_id: int
     arch_id: str
     spec: dict[str, Any]

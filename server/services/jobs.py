@@ -140,6 +140,7 @@ _PICK = (
         _JOBS.c.round,
         _JOBS.c.search_id,
         _JOBS.c.arch_id,
+        _JOBS.c.queued_at,
         _ARCHS.c.spec,
         _SEARCHES.c.created_at,
     )
@@ -257,6 +258,7 @@ def _take(services: Services, session: Session, agent: Row[Any]) -> JobLease | N
                 lease_id=lease_id,
                 lease_expires_at=as_utc(expires),
                 lease_seconds=store.settings.lease_seconds,
+                queued_at=as_utc(picked.queued_at) if picked.queued_at else None,
                 search_id=picked.search_id,
                 arch_id=picked.arch_id,
                 spec=picked.spec,

@@ -35,7 +35,7 @@ def requeue_expired(
     by: Literal["claim", "schedule"] = "claim",
 ) -> int:
     """Jobs whose lease ran out before `now` go back to the queue (or are cancelled with their
-    search); how many did."""
+    search); how many did. A job requeued counts as queued from when its lease ran out."""
     expired = _expired(now)
     if row_locks:  # rows another claim or sweep is requeueing are its business
         expired = expired.with_for_update(skip_locked=True)
@@ -48,7 +48,7 @@ def requeue_expired(
     requeued = session.execute(
         update(CandidateRow)
         .where(mine, CandidateRow.search_id.in_(running))
-        .values(status=JobStatus.QUEUED, **cleared)
+        .values(status=JobStatus.QUEUED, queued_at=CandidateRow.lease_expires_at, **cleared)
     ).rowcount
     cancelled = session.execute(
         update(CandidateRow)

@@ -14,6 +14,7 @@ of re-measurements: the proposals are what they would have been.
 from __future__ import annotations
 
 import heapq
+from datetime import datetime
 from itertools import islice
 
 from sqlalchemy import func, select
@@ -59,7 +60,7 @@ def keep_tables_ready(services: Services) -> list[int]:
 
 
 def queue(
-    results: ResultTables, session: Session, search: SearchRow, slots: int
+    results: ResultTables, session: Session, search: SearchRow, slots: int, now: datetime
 ) -> tuple[bool, int]:
     """Queue up to `slots` re-measurements of frontier points the noise cannot tell apart.
     Returns whether the search has any queued or running (it must not finish yet), and how
@@ -104,6 +105,7 @@ def queue(
             round=rounds[arch] + 1,
             generation=first[arch],
             status=JobStatus.QUEUED,
+            queued_at=now,
         )
         for arch in picks
     )

@@ -204,7 +204,9 @@ def advance(
         batch = engine.ask(slots)
     remeasuring = False
     if engine.finished:
-        remeasuring, queued = remeasure.queue(services.results, session, search, slots)
+        remeasuring, queued = remeasure.queue(
+            services.results, session, search, slots, services.store.now()
+        )
         if queued:
             services.work.queued()
     if engine.finished and not remeasuring:

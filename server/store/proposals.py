@@ -42,24 +42,26 @@ def enqueue(
         session.execute(insert.values(rows).on_conflict_do_nothing(index_elements=["arch_id"]))
     session.flush()
     cached = find_cached(session, search, [c.arch_id for c in batch])
-    rows = new_candidate_rows(search.id, batch)
+    rows = new_candidate_rows(search.id, batch, now)
     for row in rows:
         hit = cached.get(row.arch_id)
         if hit is not None:
             row.status, row.reused, row.finished_at = JobStatus.MEASURED, True, now
+            row.queued_at = None  # never waited for an agent
             row.measurement = hit
     session.add_all(rows)
     session.flush()
     return [row for row in rows if row.reused]
 
 
-def new_candidate_rows(search_id: int, batch: list[Candidate]) -> list[CandidateRow]:
+def new_candidate_rows(search_id: int, batch: list[Candidate], now: datetime) -> list[CandidateRow]:
     return [
         CandidateRow(
             search_id=search_id,
             arch_id=c.arch_id,
             generation=c.generation,
             status=JobStatus.QUEUED,
+            queued_at=now,
             prediction=c.predicted,
         )
         for c in batch

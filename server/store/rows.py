@@ -97,6 +97,9 @@ class CandidateRow(Base):
     generation: Mapped[int] = mapped_column(Integer)
     # queued | running | measured | failed | cancelled
     status: Mapped[str] = mapped_column(String(16), index=True)
+    # When it last went into the queue (proposed, or requeued after its lease ran out): with
+    # its lease's issue time, how long it waited for an agent. None in rows from before 0007.
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime)
     lease_id: Mapped[str | None] = mapped_column(String(64))
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime)
     agent_id: Mapped[str | None] = mapped_column(String(64))

@@ -14,7 +14,7 @@ import pytest
 
 from bench import load
 from bench.load_agents import Load
-from bench.load_checks import Seen, latency_stats, scan_log, verify
+from bench.load_checks import Seen, latency_stats, net_of_work_wait, scan_log, verify
 
 SMALL = Load(agents=50, duration_s=8, searches=2, budget=400, think_s=0.5, idle_s=0.5, timeout_s=30)
 SCENARIOS = [("sqlite", 1), ("postgresql", 1), ("postgresql", 4)]
@@ -160,6 +160,16 @@ def test_percentiles_interpolate_between_ranks() -> None:
     assert stats["p50"] == 50.5 and stats["p99"] == pytest.approx(99.01)
 
 
+def test_a_claims_wait_for_work_is_not_its_latency() -> None:
+    # Sent at 100 s, answered 2.5 s later; its job was queued at 102.4 s: 100 ms its own.
+    assert net_of_work_wait(100.0, 2500.0, 102.4) == pytest.approx(100.0)
+    # A job queued before the claim was sent: the whole latency.
+    assert net_of_work_wait(100.0, 40.0, 90.0) == pytest.approx(40.0)
+    assert net_of_work_wait(100.0, 40.0, None) == 40.0
+    # Clocks read a little apart never make it negative.
+    assert net_of_work_wait(100.0, 40.0, 100.05) == 0.0
+
+
 # -- a small real run -------------------------------------------------------------------------
 @pytest.fixture(scope="module", params=SCENARIOS, ids=[f"{s}-w{w}" for s, w in SCENARIOS])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
@@ -205,6 +215,9 @@ def test_latencies_are_reported(run: dict) -> None:
             assert side["n"] > 0
             assert all(math.isfinite(v) and v >= 0 for v in figures)
             assert figures == sorted(figures)
+    claim = run["requests"]["claim"]
+    assert claim["net_of_wait_ms"]["n"] == claim["statuses"]["200"]
+    assert claim["net_of_wait_ms"]["max"] <= claim["leased_ms"]["max"]
     assert run["cpu"]["server_s"] > 0 and run["cpu"]["generators_s"] > 0
     per = run["server_cpu_ms"]
     results = run["exactly_once"]["accepted"]

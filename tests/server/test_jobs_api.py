@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from sqlalchemy import event
 
@@ -100,6 +101,26 @@ def test_an_expired_lease_goes_back_to_the_queue_and_its_late_measurement_counts
     assert candidate["measurement"]["agent_id"] == slow
     jobs_done = {a["agent_id"]: a["jobs_done"] for a in client.get("/api/v1/agents").json()}
     assert jobs_done == {slow: 1, fast: 0}
+
+
+def test_a_lease_says_when_its_job_went_into_the_queue(client, clock):
+    """From the job's queueing to its lease is the wait for an agent, which a waiting claim's
+    own latency includes (bench/load.py reads it)."""
+    proposed = clock.now
+    client.post(
+        "/api/v1/searches",
+        json=search_request(
+            population={"initial": 1, "parents": 1, "mutations": 1, "crossovers": 0}
+        ),
+    )
+    slow, fast = register(client), register(client)
+    clock.advance(5)
+    lease = _claim(client, slow)
+    assert datetime.fromisoformat(lease["queued_at"]) == proposed.replace(tzinfo=UTC)
+    clock.advance(31)  # the lease ran out a second ago: it has been waiting since then
+    relet = _claim(client, fast)
+    assert relet["job_id"] == lease["job_id"]
+    assert relet["queued_at"] == lease["lease_expires_at"]
 
 
 def test_a_failure_reported_after_the_lease_expired_is_dropped_and_the_job_retried(client, clock):
