@@ -165,6 +165,18 @@ def weakly_dominated(point: ArrayLike, others: NDArray[np.float64]) -> bool:
     return bool(covered.any())
 
 
+def weakly_dominated_rows(
+    rows: NDArray[np.float64], others: NDArray[np.float64]
+) -> NDArray[np.bool_]:
+    """`weakly_dominated` for each of `rows`."""
+    if len(others) == 0 or len(rows) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    covered = others[None, :, 0] <= rows[:, None, 0]
+    for j in range(1, rows.shape[1]):
+        covered &= others[None, :, j] <= rows[:, None, j]
+    return covered.any(axis=1)
+
+
 def dominated_pairs(rows: NDArray[np.float64], others: NDArray[np.float64]) -> NDArray[np.bool_]:
     """(rows x others): does other j dominate row i?"""
     # Column by column: numpy reduces a short trailing axis much more slowly.

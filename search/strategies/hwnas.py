@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec
 from search.engine import Engine
-from search.hypervolume import Normaliser, contributions, epsilon_gaps, improvements
+from search.hypervolume import Normaliser, best_improvement, contributions, epsilon_gaps
 from search.records import Candidate
 from search.surrogate import CostModel, analytic_features
 
@@ -154,12 +154,9 @@ class SteadyStateEngine(Engine):
         means = self._predict(models, pool)
         hopeful = self._predict(models, pool, optimistic=True)
         points = normaliser.points(hopeful)
-        gains = improvements(believed, points)
         feasible = np.array([self._predicted_feasible(h) for h in hopeful])
-        gains[~feasible] = -1.0
-        if gains.max() > 0:
-            pick = int(np.argmax(gains))
-        else:  # nothing predicted to add volume: the one closest to the frontier
+        pick, gain = best_improvement(believed, points, feasible)
+        if gain <= 0:  # nothing predicted to add volume: the one closest to the frontier
             gaps = epsilon_gaps(believed, points)
             gaps[~feasible] += 1e6
             pick = int(np.argmin(gaps))

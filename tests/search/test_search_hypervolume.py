@@ -10,7 +10,9 @@ import pytest
 
 from search.hypervolume import (
     Normaliser,
+    _cover_bounds,
     added_volume,
+    best_improvement,
     contributions,
     epsilon_gaps,
     hypervolume,
@@ -154,6 +156,37 @@ def test_the_added_volume_beside_a_large_frontier_is_the_volume_it_adds() -> Non
             points[:3, 0] = point[0]  # equal to the newcomer in one objective
             expected = hypervolume(np.vstack([points, point])) - hypervolume(points)
             assert added_volume(points, point) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_the_best_improvement_is_the_first_largest_of_the_eligible(k: int) -> None:
+    rng = np.random.default_rng(40 + k)
+    for trial in range(30):
+        front = mutually_non_dominated(rng, int(rng.integers(1, 120)), k)
+        candidates = rng.uniform(-0.05, 1.05, size=(int(rng.integers(1, 200)), k))
+        candidates[1::7] = candidates[0]  # ties: the first of them is the one
+        eligible = rng.random(len(candidates)) < 0.8
+        gains = improvements(front, candidates)
+        gains[~eligible] = -1.0
+        index, gain = best_improvement(front, candidates, eligible)
+        if gains.max() > 0:
+            assert (index, gain) == (int(np.argmax(gains)), gains.max()), trial
+        else:
+            assert (index, gain) == (-1, 0.0)
+    assert best_improvement([[0.1] * k], [[0.5] * k]) == (-1, 0.0)  # dominated: nothing added
+    index, gain = best_improvement(np.empty((0, k)), [[0.5] * k, [0.2] * k])
+    assert index == 1 and gain == pytest.approx(0.8**k)  # no front: the larger box
+
+
+def test_the_cover_bound_is_never_below_what_a_candidate_adds() -> None:
+    rng = np.random.default_rng(9)
+    for k in (2, 3):
+        front = mutually_non_dominated(rng, 60, k)
+        candidates = rng.uniform(0.0, 0.99, size=(300, k))
+        bounds = _cover_bounds(front, candidates)
+        gains = improvements(front, candidates)
+        assert (bounds >= gains - 1e-12).all()
+        assert (bounds <= np.prod(1 - candidates, axis=1) + 1e-12).all()
 
 
 def test_improvements_of_dominated_equal_and_outside_candidates_are_zero() -> None:
