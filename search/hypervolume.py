@@ -153,14 +153,21 @@ def improvements(front: ArrayLike, candidates: ArrayLike) -> NDArray[np.float64]
 
 
 def best_improvement(
-    front: ArrayLike, candidates: ArrayLike, eligible: ArrayLike | None = None
-) -> tuple[int, float]:
-    """The eligible candidate that would add the most hypervolume to `front` on its own, and
-    what it adds: the first largest of `improvements` over the eligible ones, or (-1, 0.0)
-    when none adds any. Only the candidates that might beat the best found so far are
-    measured: a candidate adds at most its box less the part of it that a few front points
-    cover (`_cover_bounds`), and they are measured in the order of that bound. (The strategy
-    screens hundreds of offspring per proposal; most are ruled out by the bound.)"""
+    front: ArrayLike,
+    candidates: ArrayLike,
+    eligible: ArrayLike | None = None,
+    upper: NDArray[np.float64] | None = None,
+) -> tuple[int, float, NDArray[np.float64]]:
+    """The eligible candidate that would add the most hypervolume to `front` on its own, what
+    it adds, and bounds for the next call: the first largest of `improvements` over the
+    eligible ones, or (-1, 0.0) when none adds any.
+
+    Only the candidates that might beat the best found so far are measured: a candidate adds
+    at most its box less the part of it that a few front points cover (`_cover_bounds`), and
+    they are measured in the order of that bound. (A proposal screens hundreds of offspring;
+    most are ruled out by the bound.) `upper`: the bounds an earlier call returned for the same
+    candidates against part of this front, used instead: what a point adds can only shrink as
+    the front grows, so a round that picks several from one pool measures few again."""
     base_pts = _inside(front)
     cand = np.asarray(candidates, dtype=float)
     useful = (cand < 1.0).all(axis=1) if len(cand) else np.zeros(0, dtype=bool)
@@ -171,22 +178,23 @@ def best_improvement(
         covered[useful] = weakly_dominated_rows(cand[useful], base_pts)
         useful &= ~covered
     order = np.flatnonzero(useful)
+    bounds = np.zeros(len(cand)) if upper is None else np.array(upper, dtype=float)
     if not len(order):
-        return -1, 0.0
-    bounds = _cover_bounds(base_pts, cand[order])
+        return -1, 0.0, bounds
+    if upper is None:
+        bounds[order] = _cover_bounds(base_pts, cand[order])
     # Floating point: an added volume may exceed its bound by rounding; this slack keeps any
     # candidate that could tie with the best in the running.
     slack = 1e-9 * bounds + 1e-15
-    ranked = np.argsort(-bounds, kind="stable")
     best, best_gain = -1, 0.0
-    for j in ranked:
-        if bounds[j] + slack[j] < best_gain:
+    for i in order[np.argsort(-bounds[order], kind="stable")]:
+        if bounds[i] + slack[i] < best_gain:
             break  # the bounds only fall from here
-        i = int(order[j])
         gain = added_volume(base_pts, cand[i])
+        bounds[i] = gain
         if gain > best_gain or (gain == best_gain and gain > 0 and i < best):
-            best, best_gain = i, gain
-    return best, best_gain
+            best, best_gain = int(i), gain
+    return best, best_gain, bounds
 
 
 # Candidates per block in `_cover_bounds`: a block's arrays stay a few megabytes against a

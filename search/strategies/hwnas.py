@@ -6,6 +6,8 @@ to move the frontier:
 
 - **No generation barrier.** `ask(slots)` proposes as many candidates as there are free
   measurement slots (agents), the moment they are free; a slow or failed agent stalls nothing.
+  For a large fleet (40 slots and more) a round waits for a few slots (`round_size`) and
+  screens their candidates from one pool, so that proposals keep up with hundreds of agents.
 - **Surrogate screening.** After a small random initial design, each proposal breeds a pool
   of offspring (mutants and crossovers of frontier parents, plus a few random samples),
   predicts every objective the measurement will give with a `CostModel` per objective fitted
@@ -106,11 +108,13 @@ class SteadyStateEngine(Engine):
     # -- proposing -------------------------------------------------------------------------
     def _propose(self, slots: int, remaining: int) -> list[Candidate] | None:
         free = min(slots - len(self._pending), remaining)
-        if free <= 0:
-            return None
+        size = round_size(slots)
+        if free <= 0 or free < min(size, remaining):
+            return None  # a round for a large fleet waits until it can propose `size`
         batch: list[Candidate] = []
         taken = set(self._candidates)
         models = self._fit_models()
+        shared: _SharedPool | None = None
         for _ in range(free):
             index = len(self._candidates) + len(batch)
             rng = random.Random(f"hwnas.search.strategies.hwnas:{self._seed}:{index}")
@@ -119,6 +123,10 @@ class SteadyStateEngine(Engine):
                 if models is None and index >= self._population.initial and initial_out:
                     break  # too few results to model yet: wait for the initial design
                 candidate = self._random_candidate(rng, taken)
+            elif size > 1:  # one pool for the round's screened candidates
+                if shared is None:
+                    shared = self._shared_pool(rng, taken, models, batch)
+                candidate = shared.pick(taken) if shared else self._random_candidate(rng, taken)
             else:
                 candidate = self._screened_candidate(rng, taken, models, batch)
             if candidate is None:
@@ -146,23 +154,29 @@ class SteadyStateEngine(Engine):
         models: dict[str, Model],
         batch: list[Candidate],
     ) -> Candidate | None:
+        shared = self._shared_pool(rng, taken, models, batch)
+        return shared.pick(taken) if shared else self._random_candidate(rng, taken)
+
+    def _shared_pool(
+        self,
+        rng: random.Random,
+        taken: set[str],
+        models: dict[str, Model],
+        batch: list[Candidate],
+    ) -> _SharedPool | None:
+        """Offspring bred and predicted once, for one candidate or a round's several; None
+        when breeding found nothing new."""
         normaliser = self._normaliser()
         pool = self._offspring(rng, taken, normaliser)
         if not pool:
-            return self._random_candidate(rng, taken)
+            return None
         believed = self._believed_points(models, normaliser, batch)
         means = self._predict(models, pool)
         hopeful = self._predict(models, pool, optimistic=True)
-        points = normaliser.points(hopeful)
         feasible = np.array([self._predicted_feasible(h) for h in hopeful])
-        pick, gain = best_improvement(believed, points, feasible)
-        if gain <= 0:  # nothing predicted to add volume: the one closest to the frontier
-            gaps = epsilon_gaps(believed, points)
-            gaps[~feasible] += 1e6
-            pick = int(np.argmin(gaps))
-        spec, proxies = pool[pick]
-        predicted = {k: float(v) for k, v in means[pick].items() if k not in proxies}
-        return Candidate(spec, self.told, proxies, predicted=predicted)
+        return _SharedPool(
+            self, pool, means, normaliser.points(hopeful), feasible, believed, normaliser
+        )
 
     def _offspring(
         self, rng: random.Random, taken: set[str], normaliser: Normaliser
@@ -293,3 +307,65 @@ class SteadyStateEngine(Engine):
         if not rows:
             return np.empty((0, len(self.objectives)))
         return normaliser.points(rows)
+
+
+# A round for a large fleet proposes at least this share of the search's measuring slots,
+# all screened from one pool of offspring: breeding and predicting the pool is most of a
+# proposal's cost, and one result at a time a fleet of hundreds asked for more rounds a
+# second than a server process could compute (docs/benchmarks.md). The server queues 5% of
+# its agents ahead (server.services.searches.QUEUE_AHEAD), so agents find the round's jobs
+# before they run dry. Below 2 / ROUND_SHARE slots, each candidate has a pool of its own.
+ROUND_SHARE = 0.05
+
+
+def round_size(slots: int) -> int:
+    """How many candidates a proposal round for `slots` measuring slots waits to propose."""
+    return max(1, int(slots * ROUND_SHARE))
+
+
+class _SharedPool:
+    """A bred and predicted pool that candidates are picked from one at a time: each pick the
+    one whose optimistic prediction adds the most hypervolume to the believed frontier, which
+    then holds the pick at its predicted mean (so that a round does not pile onto one gap);
+    when none is predicted to add any, the feasible one closest to the frontier."""
+
+    def __init__(
+        self,
+        engine: SteadyStateEngine,
+        pool: list[tuple[ArchSpec, dict[str, float]]],
+        means: list[dict[str, float]],
+        points: NDArray[np.float64],
+        feasible: NDArray[np.bool_],
+        believed: NDArray[np.float64],
+        normaliser: Normaliser,
+    ) -> None:
+        self._engine, self._pool, self._means = engine, pool, means
+        self._points, self._feasible, self._believed = points, feasible, believed
+        self._normaliser = normaliser
+        self._open = np.ones(len(pool), dtype=bool)
+        self._upper: NDArray[np.float64] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._open.any())
+
+    def pick(self, taken: set[str]) -> Candidate | None:
+        open_ = self._open & np.array([spec.arch_id not in taken for spec, _ in self._pool])
+        if not open_.any():
+            return None
+        eligible = open_ & self._feasible
+        pick, gain, self._upper = best_improvement(
+            self._believed, self._points, eligible, self._upper
+        )
+        if gain <= 0:  # nothing predicted to add volume: the one closest to the frontier
+            gaps = epsilon_gaps(self._believed, self._points)
+            gaps[~self._feasible] += 1e6
+            gaps[~open_] = np.inf
+            pick = int(np.argmin(gaps))
+        self._open[pick] = False
+        spec, proxies = self._pool[pick]
+        mean = self._means[pick]
+        if self._engine._predicted_feasible(mean):
+            believed = self._normaliser.points([mean])
+            self._believed = np.vstack([self._believed, believed])
+        predicted = {k: float(v) for k, v in mean.items() if k not in proxies}
+        return Candidate(spec, self._engine.told, proxies, predicted=predicted)

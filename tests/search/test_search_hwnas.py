@@ -32,7 +32,7 @@ from proxies.params import decoder_params, total_params
 from search import PENDING, LTSEngine
 from search.hypervolume import Normaliser, hypervolume
 from search.records import Candidate
-from search.strategies.hwnas import SteadyStateEngine
+from search.strategies.hwnas import SteadyStateEngine, round_size
 
 INITIAL = SMALL_POPULATION.initial  # 12
 
@@ -126,6 +126,52 @@ def test_ask_fills_only_the_free_slots(slots: int) -> None:
     engine.tell(first[0].arch_id, measure(first[0].spec))
     assert len(engine.ask(slots)) == 1  # one slot freed, one proposal
     assert len(engine.pending) == slots
+
+
+def test_a_large_fleet_gets_rounds_of_candidates_screened_from_one_pool() -> None:
+    """With 60 slots a round waits for 3 free (`round_size`) and then fills them, each
+    candidate screened, none repeated; with fewer slots nothing changes (one pool each)."""
+    slots = 60
+    size = round_size(slots)
+    assert size == 3 and round_size(39) == 1
+    engine = make_steady(GPT2Space(), max_evaluations=400, pool_size=64)
+    out = engine.ask(slots)
+    assert len(out) == INITIAL  # the random design first, then results to model
+    for c in out:
+        engine.tell(c.arch_id, measure(c.spec))
+    first_round = engine.ask(slots)
+    assert len(first_round) == slots
+    asked = ids(out + first_round)
+    for told in range(1, 2 * size + 1):
+        engine.tell(first_round[told - 1].arch_id, measure(first_round[told - 1].spec))
+        round_ = engine.ask(slots)
+        assert len(round_) == (size if told % size == 0 else 0), told
+        asked += ids(round_)
+        assert all(c.predicted is not None for c in round_)
+    assert len(asked) == len(set(asked)) == INITIAL + slots + 2 * size
+
+
+@pytest.mark.parametrize("cut", [20, 45])
+def test_a_restored_engine_proposes_a_large_fleets_rounds_as_the_live_one(cut: int) -> None:
+    kwargs = {
+        "objectives": list(OBJECTIVES),
+        "scorer": score,
+        "seed": 3,
+        "max_evaluations": 150,
+        "population": SMALL_POPULATION,
+        "constraints": Constraints(),
+        "pool_size": 32,
+    }
+    live = SteadyStateEngine(GPT2Space(), **kwargs)
+    rng = random.Random(cut)
+    for _ in range(cut):
+        live.ask(40)
+        arch_id = rng.choice(sorted(live.pending))
+        live.tell(arch_id, measure(live.candidate(arch_id).spec))
+    restored = SteadyStateEngine.restore(
+        GPT2Space(), history=[tuple(r) for r in live.history()], **kwargs
+    )
+    assert ids(flat(drive_async(live, slots=40))) == ids(flat(drive_async(restored, slots=40)))
 
 
 def test_budget_is_exact_with_busy_slots() -> None:

@@ -168,14 +168,33 @@ def test_the_best_improvement_is_the_first_largest_of_the_eligible(k: int) -> No
         eligible = rng.random(len(candidates)) < 0.8
         gains = improvements(front, candidates)
         gains[~eligible] = -1.0
-        index, gain = best_improvement(front, candidates, eligible)
+        index, gain, _ = best_improvement(front, candidates, eligible)
         if gains.max() > 0:
             assert (index, gain) == (int(np.argmax(gains)), gains.max()), trial
         else:
             assert (index, gain) == (-1, 0.0)
-    assert best_improvement([[0.1] * k], [[0.5] * k]) == (-1, 0.0)  # dominated: nothing added
-    index, gain = best_improvement(np.empty((0, k)), [[0.5] * k, [0.2] * k])
+    assert best_improvement([[0.1] * k], [[0.5] * k])[:2] == (-1, 0.0)  # dominated: adds nothing
+    index, gain, _ = best_improvement(np.empty((0, k)), [[0.5] * k, [0.2] * k])
     assert index == 1 and gain == pytest.approx(0.8**k)  # no front: the larger box
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_greedy_picks_with_the_last_bounds_are_those_made_afresh(k: int) -> None:
+    """Several picks from one pool, each joining the front: the bounds one call returns serve
+    the next (what a point adds only shrinks as the front grows)."""
+    rng = np.random.default_rng(60 + k)
+    front = mutually_non_dominated(rng, 40, k)
+    pool = rng.uniform(0.0, 1.0, size=(200, k))
+    eligible = np.ones(len(pool), dtype=bool)
+    upper = None
+    for _ in range(12):
+        fresh, fresh_gain, _ = best_improvement(front, pool, eligible)
+        index, gain, upper = best_improvement(front, pool, eligible, upper)
+        assert (index, gain) == (fresh, fresh_gain)
+        if index < 0:
+            break
+        eligible[index] = False
+        front = np.vstack([front, pool[index]])
 
 
 def test_the_cover_bound_is_never_below_what_a_candidate_adds() -> None:
