@@ -157,15 +157,19 @@ class Generator:
             "lease_id": lease["lease_id"],
             "measurement": synthetic_measurement(lease["spec"]),
         }
+        answer_lost = False
         for _ in range(REPORT_TRIES):
             reply = await self.call("result", path, auth, body)
             if reply is not None and reply.status_code == 200:
                 got = reply.json()
                 ids = (lease["search_id"], lease["arch_id"], lease["job_id"], agent_id)
-                self.accepted.append((*ids, bool(got.get("duplicate"))))
+                # A duplicate after a lost answer is the server's receipt of the first try.
+                duplicate = bool(got.get("duplicate")) and not answer_lost
+                self.accepted.append((*ids, duplicate))
                 return got.get("next")
             if reply is not None and reply.status_code < 500:
                 return None  # refused: retrying the same body cannot help
+            answer_lost = True
             await asyncio.sleep(1.0)
         return None
 
