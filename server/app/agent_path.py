@@ -215,7 +215,7 @@ class AgentPath:
         waits = route.waits and not self.services.work.closed  # a stopping server holds none
         wait_s = (_claim_wait(query) or 0.0) if waits else 0.0
         if wait_s > 0:
-            answer = await self._claim_waiting(handle, wait_s, receive)
+            answer = await self._claim_waiting(handle, wait_s, receive, match["agent_id"])
         else:
             answer = await handle()
         if answer is None:
@@ -226,7 +226,11 @@ class AgentPath:
             await anyio.to_thread.run_sync(answer.after)
 
     async def _claim_waiting(
-        self, claim: Callable[[], Awaitable[_Answer | None]], wait_s: float, receive: Receive
+        self,
+        claim: Callable[[], Awaitable[_Answer | None]],
+        wait_s: float,
+        receive: Receive,
+        agent_id: str,
     ) -> _Answer | None:
         """A claim that may wait `wait_s` for work (server.services.work): asked again each
         time this process commits queued jobs, and every `_RECHECK_S` for those another
@@ -236,7 +240,10 @@ class AgentPath:
         work = self.services.work
         recheck_s = _RECHECK_S if self.services.engines.shared else wait_s
         deadline = time.monotonic() + wait_s
-        waiting = _Waiting(work.waiter())  # before the claim: a wake while it runs counts
+        # Registered before the claim, so that a wake while it runs counts; by the agent's
+        # device class once a claim of it has found nothing (before: woken by any work).
+        idle = self.services.idle_agents
+        waiting = _Waiting(work.waiter(idle.get(agent_id)))
         try:
             answer = await claim()
             if answer is None or not answer.idle:
@@ -254,7 +261,7 @@ class AgentPath:
                     if timer.cancelled_caught and left <= recheck_s:
                         break  # the wait is over with no wake: "no work"
                     work.forget(waiting.event)
-                    waiting.event = work.waiter()
+                    waiting.event = work.waiter(idle.get(agent_id))
                     answer = await claim()
                 group.cancel_scope.cancel()
         finally:

@@ -22,8 +22,9 @@ class Services:
         self.store = store
         self.engines = EngineCache()
         self.results = ResultTables()
-        # Agents whose last claim to this process found no work (server.services.jobs.claim).
-        self.idle_agents: set[str] = set()
+        # Agents whose last claim to this process found no work, with their device class
+        # (server.services.jobs.claim; a waiting claim is woken by its class's jobs).
+        self.idle_agents: dict[str, str] = {}
         # (search id, created at) -> what every lease of the search says besides the job
         # (server.services.jobs._terms).
         # When a claim next needs to look for expired leases (server.services.leases).

@@ -87,7 +87,7 @@ def claim(
     if lease is None:
         # Results may wait to be told, or a proposal round may be under way in another
         # thread (`busy`): either leaves work queued once done.
-        queued, busy, around = _top_up(services, agent_id)
+        queued, busy, around, device_class = _top_up(services, agent_id)
         for search_id in around:  # outside the write lock; a round under way counts as busy
             if not settle(services, search_id, most=1):
                 propose_round(services, search_id)
@@ -102,7 +102,7 @@ def claim(
     if lease is None:  # (a job taken makes it busy again: `_take`)
         if len(idle) >= _IDLE_KEPT:
             idle.clear()
-        idle.add(agent_id)
+        idle[agent_id] = device_class
     return lease
 
 
@@ -225,7 +225,7 @@ def _take(services: Services, session: Session, agent: Row[Any]) -> JobLease | N
     now = store.now()
     if services.expiry.due(now):
         if requeue_expired(session, now, store.row_locks):
-            services.work.queued()
+            services.work.queued()  # of any class: every waiting claim looks
         services.expiry.checked(session, now, store.settings.lease_seconds)
     expires = now + timedelta(seconds=store.settings.lease_seconds)
     params = _servable(session, agent)
@@ -251,7 +251,7 @@ def _take(services: Services, session: Session, agent: Row[Any]) -> JobLease | N
             session.execute(_ISSUE, {**lease, "issued": now})
             terms = _terms(services, session, picked.search_id, picked.created_at)
             log_event("job.claimed", job_id=job_id, search_id=picked.search_id, agent_id=agent.id)
-            services.idle_agents.discard(agent.id)
+            services.idle_agents.pop(agent.id, None)
             return JobLease(
                 **terms,
                 job_id=job_id,
@@ -309,14 +309,15 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(_JOBS.c.round > 0, mine, runnable)
 
 
-def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[int]]:
+def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[int], str]:
     """Let every running search this agent could serve hear the results waiting for it
     (`server.services.arrivals`) and propose for the free slots (strategies without a
     generation barrier propose per free agent: this may be the one they have not proposed
     for yet). A search another process or thread is busy with is skipped, not waited for.
     Returns whether a job this agent can take is queued now, the searches whose engines this
     process's other threads hold, and those whose proposal rounds run outside the write lock
-    (`arrivals.rounds_outside`), left for the caller to settle and ask after this."""
+    (`arrivals.rounds_outside`), left for the caller to settle and ask after this; and the
+    agent's device class."""
     busy: list[int] = []
     around: list[int] = []
     with services.store.write() as session:
@@ -339,7 +340,8 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[in
                 advance(services, session, search)
             finally:
                 lock.release()
-        return session.scalar(_ANY_QUEUED, params) is not None, busy, around
+        queued = session.scalar(_ANY_QUEUED, params) is not None
+        return queued, busy, around, agent.device_class
 
 
 def _terms(

@@ -137,8 +137,9 @@ def _enqueue(
     for reason in engine.take_fallbacks():
         log_event("search.fallback", search_id=search.id, strategy=engine.strategy, reason=reason)
     services.engines.changed(session, search)
-    services.work.queued()
-    for row in enqueue(session, search, batch, services.store.now()):
+    reused = enqueue(session, search, batch, services.store.now())
+    services.work.queued(search.device_class, len(batch) - len(reused))
+    for row in reused:
         tell(services, session, search, row, engine)
 
 
@@ -208,7 +209,7 @@ def advance(
             services.results, session, search, slots, services.store.now()
         )
         if queued:
-            services.work.queued()
+            services.work.queued(search.device_class, queued)
     if engine.finished and not remeasuring:
         search.status = SearchStatus.FINISHED
         search.finish_reason = engine.finish_reason

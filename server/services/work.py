@@ -13,38 +13,58 @@ second (server.app.agent_path).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 
 
 class WorkSignal:
     """Told by the services when a transaction queues jobs (`queued`), and by the store when
     write transactions end (a `TransactionObserver`); wakes the claims waiting in this
-    process once such a transaction commits."""
+    process once such a transaction commits: for each device class as many as it got jobs
+    (the longest waiting first), so that one job does not send a thousand idle agents' claims
+    to look for it. A claim whose agent's class is not known yet (its first) wakes at every
+    commit that queued anything."""
 
     def __init__(self) -> None:
-        # Set and read inside write transactions, which take turns (`Store.write`).
-        self._queued = False
+        # Jobs queued per device class by the running write transaction (None: a class not
+        # known, which wakes every claim). Set and read inside write transactions, which take
+        # turns (`Store.write`).
+        self._queued: dict[str | None, int] = {}
         self._guard = threading.Lock()  # the waiters, from the event loop and worker threads
-        self._waiters: dict[asyncio.Event, asyncio.AbstractEventLoop] = {}
+        # By device class (None: not known), each in the order the claims began to wait.
+        self._waiters: dict[str | None, dict[asyncio.Event, asyncio.AbstractEventLoop]] = {}
         self._closed = False
 
-    def queued(self) -> None:
-        """The running write transaction queued jobs: wake the waiting claims if it commits."""
-        self._queued = True
+    def queued(self, device_class: str | None = None, jobs: int = 1) -> None:
+        """The running write transaction queued `jobs` jobs for agents of `device_class` (None:
+        of any class, or not known): wake that many of its waiting claims if it commits."""
+        if jobs > 0:
+            self._queued[device_class] = self._queued.get(device_class, 0) + jobs
 
     def committed(self) -> None:
         if self._queued:
-            self._queued = False
-            self.wake()
+            queued, self._queued = self._queued, {}
+            self.wake(queued)
 
     def rolled_back(self) -> None:
-        self._queued = False
+        self._queued = {}
 
-    def wake(self) -> None:
-        """Wake every claim waiting now (each asks again; those that find nothing wait on)."""
+    def wake(self, queued: dict[str | None, int] | None = None) -> None:
+        """Wake the claims waiting now that jobs `queued` (per device class) may go to: as many
+        of a class's as it got, and every claim of a class not known; all of them when
+        `queued` is None or has jobs of no known class. (Each asks again; those that find
+        nothing wait on.)"""
         with self._guard:
-            waiters, self._waiters = self._waiters, {}
-        for event, loop in waiters.items():
+            if queued is None or None in queued:
+                woken = [w for waiters in self._waiters.values() for w in waiters.items()]
+                self._waiters = {}
+            else:
+                woken = list(self._waiters.pop(None, {}).items())
+                for device_class, jobs in queued.items():
+                    waiters = self._waiters.get(device_class, {})
+                    for event in list(itertools.islice(waiters, jobs)):
+                        woken.append((event, waiters.pop(event)))
+        for event, loop in woken:
             try:
                 loop.call_soon_threadsafe(event.set)
             except RuntimeError:  # its loop has closed: the server is going away
@@ -60,18 +80,21 @@ class WorkSignal:
     def closed(self) -> bool:
         return self._closed
 
-    def waiter(self) -> asyncio.Event:
-        """An event set at the next wake, for a claim about to ask (from the event loop):
-        registered before it asks, so that work queued while it asks is not missed."""
+    def waiter(self, device_class: str | None = None) -> asyncio.Event:
+        """An event set at a wake for this claim, for a claim about to ask (from the event
+        loop), whose agent is of `device_class` (None: not known): registered before it asks,
+        so that work queued while it asks is not missed."""
         event = asyncio.Event()
         with self._guard:
-            self._waiters[event] = asyncio.get_running_loop()
+            self._waiters.setdefault(device_class, {})[event] = asyncio.get_running_loop()
         return event
 
     def forget(self, event: asyncio.Event) -> None:
         with self._guard:
-            self._waiters.pop(event, None)
+            for waiters in self._waiters.values():
+                if waiters.pop(event, None) is not None:
+                    return
 
     def waiting(self) -> int:
         with self._guard:
-            return len(self._waiters)
+            return sum(len(waiters) for waiters in self._waiters.values())

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from hwnas.testing.agents import start_agent
 from hwnas.testing.servers import api_client, serve
 from server.app import agent_path
+from server.services import jobs
 from tests.factories import register, search_request
 
 
@@ -59,6 +61,42 @@ def test_a_waiting_claim_gets_the_job_queued_while_it_waits(client, monkeypatch)
     running = client.get("/api/v1/searches/1/candidates", params={"status": "running"}).json()
     assert [c["arch_id"] for c in running] == [answers[0].json()["arch_id"]]
     assert services.work.waiting() == 0
+
+
+def test_queued_jobs_wake_as_many_waiting_claims_of_their_class(client, monkeypatch):
+    """One job queued for two waiting agents of its class wakes one of them, and none of
+    another class's: a thousand idle agents do not all look for one job."""
+    monkeypatch.setattr(agent_path, "_RECHECK_S", 600.0)
+    services = client.app.state.services
+    cpus = [register(client), register(client)]
+    jetson = register(client, device_class="jetson")
+    for agent in [*cpus, jetson]:  # a first claim finds nothing: the agent's class is known
+        assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+    asked: Counter[str] = Counter()
+    claim = jobs.claim
+
+    def counted(services_, agent_id, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        asked[agent_id] += 1
+        return claim(services_, agent_id, *args, **kwargs)
+
+    monkeypatch.setattr(jobs, "claim", counted)
+    answers: dict[str, httpx.Response] = {}
+
+    def wait(agent: str) -> None:
+        answers[agent] = client.post(f"/api/v1/agents/{agent}/claim", params={"wait": 4})
+
+    threads = [threading.Thread(target=wait, args=(agent,)) for agent in [*cpus, jetson]]
+    for thread in threads:
+        thread.start()
+    _until(lambda: services.work.waiting() == 3)
+    one_job = {"initial": 1, "parents": 1, "mutations": 1, "crossovers": 0}
+    client.post("/api/v1/searches", json=search_request(population=one_job))
+    for thread in threads:
+        thread.join(60)
+    assert sorted(answers[agent].status_code for agent in cpus) == [200, 204]
+    assert answers[jetson].status_code == 204
+    # Each asked once as it began to wait; only the one woken asked again.
+    assert sorted(asked[agent] for agent in cpus) == [1, 2] and asked[jetson] == 1
 
 
 def test_a_waiting_claim_with_no_work_is_answered_no_work_when_its_wait_ends(client):
