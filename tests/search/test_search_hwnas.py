@@ -100,6 +100,17 @@ def flat(batches: list[list[Candidate]]) -> list[Candidate]:
     return [c for b in batches for c in b]
 
 
+def tell_some(
+    engine: SteadyStateEngine, cut: int, *, slots: int, outcome: Callable[[GPT2Spec], Any]
+) -> None:
+    """`cut` times: ask with `slots`, then tell one pending candidate (seeded by `cut`)."""
+    rng = random.Random(cut)
+    for _ in range(cut):
+        engine.ask(slots)
+        arch_id = rng.choice(sorted(engine.pending))
+        engine.tell(arch_id, outcome(engine.candidate(arch_id).spec))
+
+
 def ids(candidates: list[Candidate]) -> list[str]:
     return [c.arch_id for c in candidates]
 
@@ -163,11 +174,7 @@ def test_a_restored_engine_proposes_a_large_fleets_rounds_as_the_live_one(cut: i
         "pool_size": 32,
     }
     live = SteadyStateEngine(GPT2Space(), **kwargs)
-    rng = random.Random(cut)
-    for _ in range(cut):
-        live.ask(40)
-        arch_id = rng.choice(sorted(live.pending))
-        live.tell(arch_id, measure(live.candidate(arch_id).spec))
+    tell_some(live, cut, slots=40, outcome=measure)
     restored = SteadyStateEngine.restore(
         GPT2Space(), history=[tuple(r) for r in live.history()], **kwargs
     )
@@ -342,11 +349,7 @@ def test_restored_engine_asks_what_the_live_one_would(cut: int, surrogate: str) 
         "pool_size": 32,
     }
     live = SteadyStateEngine(small_space(), **kwargs)
-    rng = random.Random(cut)
-    for _ in range(cut):
-        live.ask(3)
-        arch_id = rng.choice(sorted(live.pending))
-        live.tell(arch_id, result(live.candidate(arch_id).spec, some_fail))
+    tell_some(live, cut, slots=3, outcome=lambda spec: result(spec, some_fail))
     live.ask(3)
     history = live.history()
     pending_rows = sum(r.values is PENDING for r in history)
