@@ -8,8 +8,10 @@ from typing import Annotated
 from fastapi import Depends, Path, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from server.services.auth import OPEN, Caller, identify, require
+from server.services.auth import Caller, require
 from server.services.auth import agent_caller as caller_of_agent_route
+from server.services.auth import caller as caller_of
+from server.services.auth import enroller as enrolling
 from server.services.context import Services
 from server.store.store import Store
 
@@ -47,11 +49,7 @@ def caller(
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
 ) -> Caller | None:
     """The caller the Authorization header names (None: no header); OPEN when auth is off."""
-    store = store_of(request)
-    if not store.settings.auth:
-        return OPEN
-    with store.read() as session:
-        return identify(session, request.headers.get("authorization"))
+    return caller_of(store_of(request), request.headers.get("authorization"))
 
 
 Calling = Annotated[Caller | None, Depends(caller)]
@@ -71,7 +69,7 @@ def reader(request: Request, who: Calling) -> Caller | None:
 
 def enroller(request: Request, who: Calling) -> Caller:
     """Registering an agent: an agent enrollment token."""
-    return require(who, "agent", "registering an agent")
+    return enrolling(who)
 
 
 def agent_caller(

@@ -13,9 +13,9 @@ from archvocab.wire import CandidateInfo
 _CANDIDATES = TypeAdapter(list[CandidateInfo])
 
 
-def encoded(model: BaseModel) -> Response:
+def encoded(model: BaseModel, status_code: int = 200) -> Response:
     """`model` as JSON, encoded by pydantic."""
-    return Response(model.model_dump_json(), media_type="application/json")
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
 
 
 def encoded_candidates(candidates: list[CandidateInfo]) -> Response:

@@ -1,4 +1,4 @@
-"""The agents' three routes (claim, heartbeat, result), answered in front of FastAPI.
+"""The agents' routes (registration, claim, heartbeat, result), answered in front of FastAPI.
 
 They are the requests a fleet sends most, and FastAPI's machinery around a route (its
 middleware, routing, dependency solving, validation, background tasks) cost a request about as
@@ -8,7 +8,8 @@ models validate it, the same services answer it, domain errors translate as
 server.app.errors translates them. Anything else (no Content-Length or a body over the limit,
 another content type, an unexpected query, a body or path the models refuse) goes on to the
 FastAPI route untouched, its body replayed, so that every refusal keeps its one shape and its
-one place. The routes stay in the API (server.api.jobs) for the schema and for those requests.
+one place. The routes stay in the API (server.api.agents, server.api.jobs) for the schema and for
+those requests.
 
 A claim that may wait for work (`?wait=`) waits here, on the event loop, between its claims
 (server.services.work): a thousand idle agents hold a thousand open requests, not threads.
@@ -30,11 +31,12 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import JSONResponse, Response
 
 from archvocab.errors import HwnasError
-from archvocab.wire import API_PREFIX, MAX_CLAIM_WAIT_S, JobResult, LeaseRef
+from archvocab.wire import API_PREFIX, MAX_CLAIM_WAIT_S, AgentRegistration, JobResult, LeaseRef
 from server.api.encoded import encoded
 from server.app.errors import domain_answer
-from server.services import arrivals, jobs
-from server.services.auth import agent_caller
+from server.services import agents, arrivals, jobs
+from server.services.auth import agent_caller, enroller
+from server.services.auth import caller as auth_caller
 from server.services.context import Services
 
 # Bounds the API's path parameters declare (server.api.deps): outside them, FastAPI answers.
@@ -150,7 +152,27 @@ def _result(services: Services, match: re.Match, query: str, body: bytes, auth: 
     return _answered(step)
 
 
+def _register(services: Services, match: re.Match, query: str, body: bytes, auth: str | None):
+    registration = _model(AgentRegistration, body)
+    if query or registration is None:
+        return None
+
+    def step() -> _Answer:
+        # As server.api.agents.register_agent, its Enroller dependency first.
+        who = auth_caller(services.store, auth)
+        enroller(who)
+        info = agents.register_agent(services, registration, enrolled_by=who)
+        return _Answer(encoded(info, status_code=201))
+
+    return _answered(step)
+
+
 ROUTES = (
+    _Route(
+        f"{API_PREFIX}/agents",
+        re.compile(rf"{re.escape(API_PREFIX)}/agents"),
+        _register,
+    ),
     _Route(
         f"{API_PREFIX}/agents/{{agent_id}}/claim",
         re.compile(rf"{re.escape(API_PREFIX)}/agents/(?P<agent_id>[^/]+)/claim"),

@@ -181,6 +181,14 @@ def identify(session: Session, authorization: str | None) -> Caller | None:
 OPEN = Caller("open")
 
 
+def caller(store: Store, authorization: str | None) -> Caller | None:
+    """The caller the Authorization header names (None: no header); OPEN when auth is off."""
+    if not store.settings.auth:
+        return OPEN
+    with store.read() as session:
+        return identify(session, authorization)
+
+
 def agent_caller(store: Store, authorization: str | None) -> Caller:
     """The caller of a claim, heartbeat or result: an agent's credential, checked against the
     agent's row in the request's own transaction (`check_agent`), which saves every request a
@@ -212,6 +220,11 @@ def require(caller: Caller | None, kind: Literal["user", "agent"], action: str) 
     raise Forbidden(
         f"{action} needs {_described(kind)}; this request carries {_described(caller.kind)}"
     )
+
+
+def enroller(caller: Caller | None) -> Caller:
+    """Registering an agent: an agent enrollment token."""
+    return require(caller, "agent", "registering an agent")
 
 
 AGENT_TOKEN_ENV = "HWNAS_AGENT_TOKEN"

@@ -66,11 +66,11 @@ def _result(agent: str, lease: dict) -> dict:
     }
 
 
-def test_claims_heartbeats_and_results_that_read_never_reach_the_app(fronted):
+def test_registrations_claims_heartbeats_and_results_that_read_never_reach_the_app(fronted):
     client, behind = fronted()
     client.post("/api/v1/searches", json=search_request())
-    agent = register(client)
     behind.reached.clear()
+    agent = register(client)
     claimed = client.post(f"/api/v1/agents/{agent}/claim")
     assert claimed.status_code == 200 and claimed.headers["content-type"] == "application/json"
     lease, results = claimed.json(), 0
@@ -142,8 +142,8 @@ def test_domain_errors_answered_in_front_have_the_apps_shape(fronted):
 
 
 def test_refusals_answered_in_front_are_those_fastapi_gives(fronted):
-    """Each refused claim and heartbeat, sent as is (answered in front) and with a query
-    parameter FastAPI ignores (which sends it on): the same status, body and headers."""
+    """Each refused registration, claim and heartbeat, sent as is (answered in front) and with
+    a query parameter FastAPI ignores (which sends it on): the same status, body and headers."""
     client, behind = fronted(auth=True)
     store = behind.app.state.store
     with store.write() as session:
@@ -151,7 +151,15 @@ def test_refusals_answered_in_front_are_those_fastapi_gives(fronted):
         _, enroll = auth.create_token(session, "fleet", "agent", store.now())
     client.post("/api/v1/searches", json=search_request(), headers=_bearer(user))
     body = {"device_class": "test-cpu", "fingerprint": FINGERPRINT}
-    registered = client.post("/api/v1/agents", json=body, headers=_bearer(enroll)).json()
+    registered = client.post("/api/v1/agents", json=body, headers=_bearer(enroll))
+    by_app = client.post("/api/v1/agents?unread=1", json=body, headers=_bearer(enroll))
+    assert registered.status_code == by_app.status_code == 201
+    assert registered.headers["content-type"] == by_app.headers["content-type"]
+    differ = {"agent_id", "credential"}  # each agent's own
+    same = {k: v for k, v in registered.json().items() if k not in differ}
+    assert same == {k: v for k, v in by_app.json().items() if k not in differ}
+    assert set(registered.json()) == set(by_app.json())
+    registered = registered.json()
     agent, credential = registered["agent_id"], _bearer(registered["credential"])
     lease = client.post(f"/api/v1/agents/{agent}/claim", headers=credential).json()
     beat = f"/api/v1/jobs/{lease['job_id']}/heartbeat"
@@ -164,6 +172,10 @@ def test_refusals_answered_in_front_are_those_fastapi_gives(fronted):
         (beat, wrong, credential),
         ("/api/v1/jobs/999/heartbeat", {"agent_id": agent, "lease_id": "x"}, credential),
         (beat, {**wrong, "agent_id": "nobody"}, credential),
+        ("/api/v1/agents", body, {}),  # registering without an enrollment token
+        ("/api/v1/agents", body, _bearer(user)),
+        ("/api/v1/agents", body, credential),
+        ("/api/v1/agents", body, {"authorization": "Bearer hwnas_a_unknown"}),
     ]
     for path, sent, headers in cases:
         answers = []
@@ -187,4 +199,4 @@ def test_an_unknown_job_is_a_404_naming_it(fronted):
     body = {"agent_id": agent, "lease_id": "x", "failure": {"kind": "error", "message": "m"}}
     answer = client.post("/api/v1/jobs/77/result", json=body)
     assert answer.status_code == 404 and answer.json()["resource"] == "job"
-    assert behind.reached[-1][0] == "POST /api/v1/agents"  # the registration, not the result
+    assert behind.reached == []  # neither the registration nor the result
