@@ -26,9 +26,9 @@ class WorkSignal:
     commit that queued anything."""
 
     def __init__(self) -> None:
-        # Jobs queued per device class by the running write transaction (None: a class not
-        # known, which wakes every claim). Set and read inside write transactions, which take
-        # turns (`Store.write`).
+        # Jobs queued per device class by the running write transactions (None: a class not
+        # known, which wakes every claim). On PostgreSQL a claim's transaction runs beside
+        # others (`Store.write_rows`), hence the guard.
         self._queued: dict[str | None, int] = {}
         self._guard = threading.Lock()  # the waiters, from the event loop and worker threads
         # By device class (None: not known), each in the order the claims began to wait.
@@ -39,15 +39,18 @@ class WorkSignal:
         """The running write transaction queued `jobs` jobs for agents of `device_class` (None:
         of any class, or not known): wake that many of its waiting claims if it commits."""
         if jobs > 0:
-            self._queued[device_class] = self._queued.get(device_class, 0) + jobs
+            with self._guard:
+                self._queued[device_class] = self._queued.get(device_class, 0) + jobs
 
     def committed(self) -> None:
-        if self._queued:
+        with self._guard:
             queued, self._queued = self._queued, {}
+        if queued:
             self.wake(queued)
 
     def rolled_back(self) -> None:
-        self._queued = {}
+        with self._guard:
+            self._queued = {}
 
     def wake(self, queued: dict[str | None, int] | None = None) -> None:
         """Wake the claims waiting now that jobs `queued` (per device class) may go to: as many
