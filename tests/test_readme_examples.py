@@ -10,6 +10,7 @@ server printed (`hwnas_u_...`, here in $HWNAS_TOKEN), the ids of what was just m
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -121,11 +122,16 @@ def test_the_cli_block_runs_line_by_line(service, tmp_path):
         front = api.get(f"/api/v1/searches/{search_id}/pareto").json()
     assert front, "nothing on the frontier (every measurement busy?)"
     arch_id = front[0]["arch_id"]
+    # The example's latency bound (20 ms) suits a quiet machine; measured on a busy one, every
+    # point may lie above it. The bound here is one this frontier meets, so that the commands
+    # are tested, not the machine's speed.
+    bound = math.ceil(max(p["objectives"]["latency_ms"] for p in front)) + 1
     small = {"device_class": device_class, "budget": {"max_evaluations": 1}}
     (tmp_path / "request.json").write_text(json.dumps(small))
     for line in lines:
         line = re.sub(r"^(hwnas search \w+) 3\b", rf"\g<1> {search_id}", line)
         line = line.replace(EXAMPLE_ARCH, arch_id).replace(EXAMPLE_ARCH[:8], arch_id[:8])
+        line = line.replace("--max-latency-ms 20 ", f"--max-latency-ms {bound} ")
         done = bash(line, env, tmp_path)
         assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
         if "--file request.json" in line:  # not to keep the agent busy
