@@ -200,9 +200,9 @@ def best_improvement(
 # Candidates per block in `_cover_bounds`: a block's arrays stay a few megabytes against a
 # frontier of thousands.
 _BOUND_BLOCK = 32
-# Front points whose union `_cover_bounds` subtracts (2**n - 1 terms): 3 ruled out about half
-# of the offspring a proposal screens (bench: 200 proposals beside a frontier of about 90),
-# and more cost more to bound than they saved.
+# Front points whose union `_cover_bounds` subtracts (2**n - 1 terms): over 200 proposals
+# beside a frontier of about 90, 1 left 178 candidates a proposal to measure and 3 left 102.
+# 5 left 65, but bounding 256 candidates took 9 ms instead of 2: about what it saved.
 _COVERS = 3
 
 
