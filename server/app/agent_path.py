@@ -255,12 +255,13 @@ class AgentPath:
         agent_id: str,
     ) -> _Answer | None:
         """A claim that may wait `wait_s` for work (server.services.work): asked again each
-        time this process commits queued jobs, and every `_RECHECK_S` for those another
-        process queued, until it gets a job, the time is up, the server stops
-        (`WorkSignal.close`), or the client goes away (then it takes none). Waiting holds no
-        worker thread."""
+        time this process commits queued jobs or hears that another did (PostgreSQL), and
+        every `_RECHECK_S` where it cannot hear those, until it gets a job, the time is up,
+        the server stops (`WorkSignal.close`), or the client goes away (then it takes none).
+        Waiting holds no worker thread."""
         work = self.services.work
-        recheck_s = _RECHECK_S if self.services.engines.shared else wait_s
+        others_unheard = self.services.engines.shared and not work.hears_others
+        recheck_s = _RECHECK_S if others_unheard else wait_s
         deadline = time.monotonic() + wait_s
         # Registered before the claim, so that a wake while it runs counts; by the agent's
         # device class once a claim of it has found nothing (before: woken by any work).
@@ -292,10 +293,10 @@ class AgentPath:
 
 
 # How often a waiting claim asks again with no wake, once this process has seen that others
-# write the store (`engines.shared`): jobs they queue wake no one here. A process alone queues
+# write the store (`engines.shared`) and it does not hear what they queue (SQLite has no work
+# channel; on PostgreSQL, while the channel's connection is down). A process alone queues
 # every job itself (or its lease schedule requeues it, which wakes too), so its claims wait
-# out their time. (A lease that a claim requeues on PostgreSQL wakes them only with this
-# process's next write transaction, or when their wait ends.)
+# out their time.
 _RECHECK_S = 1.0
 
 

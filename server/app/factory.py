@@ -28,7 +28,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        with claims_answered_on_stop(services.work):
+        with claims_answered_on_stop(services.work), services.work.listening():
             async with lease_schedule(services):
                 yield
         store.close()

@@ -25,6 +25,12 @@ def install_metrics(app: FastAPI, services: Services) -> None:
         registry=registry,
     )
     waiting.set_function(services.work.waiting)
+    heard = Gauge(
+        "hwnas_work_heard_from_others",
+        "1 while jobs other server processes queue wake claims here (PostgreSQL's work channel)",
+        registry=registry,
+    )
+    heard.set_function(lambda: float(services.work.hears_others))
     app.add_middleware(ObserveRequests, metrics=HttpMetrics(registry))
 
     @app.get("/metrics", include_in_schema=False)

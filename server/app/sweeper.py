@@ -34,8 +34,7 @@ async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
             return
         try:
             # In a worker thread: the pass is a blocking database transaction.
-            if await to_thread.run_sync(requeue_stale, services.store):
-                services.work.wake()  # jobs back in the queue for the claims waiting
+            await to_thread.run_sync(requeue_stale, services.store, services.work)
             await to_thread.run_sync(settle_waiting, services)
             await to_thread.run_sync(keep_tables_ready, services)
         except Exception:

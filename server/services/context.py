@@ -15,6 +15,7 @@ from server.services.leases import ExpiryWatch
 from server.services.result_tables import ResultTables
 from server.services.work import WorkSignal
 from server.store.store import Store
+from server.store.work_channel import WorkChannel
 
 
 class Services:
@@ -34,6 +35,9 @@ class Services:
         self.lease_terms: dict[tuple[int, object], dict] = {}
         # An engine a failed write told something is forgotten with the rollback.
         store.observe(self.engines)
-        # Claims waiting for work (`claim?wait=`), woken when jobs queued here commit.
+        # Claims waiting for work (`claim?wait=`), woken when jobs queued here commit, and on
+        # PostgreSQL when other processes' do (the channel listens while the app runs).
         self.work = WorkSignal()
-        store.observe(self.work)
+        if store.row_locks:
+            self.work.channel = WorkChannel(store.db.url, self.work.wake)
+        store.observe(self.work, rows=True)

@@ -170,6 +170,9 @@ class EngineCache:
             self._idle.pop(search_id, None)
         self._handed_out.clear()
 
+    def committing(self, session: Session) -> None:
+        pass
+
     def committed(self) -> None:
         self._handed_out.clear()
 

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from archvocab.wire import JobStatus, SearchStatus
 from server.services.events import log_event
+from server.services.work import WorkSignal
 from server.settings import Settings
 from server.store.rows import CandidateRow, SearchRow
 from server.store.store import Store
@@ -113,17 +114,20 @@ def sweep_grace(settings: Settings) -> float:
     return min(settings.heartbeat_interval_s, settings.lease_seconds / 2)
 
 
-def requeue_stale(store: Store) -> int:
+def requeue_stale(store: Store, work: WorkSignal | None = None) -> int:
     """The schedule's pass: requeue the jobs whose lease ran out more than `sweep_grace` ago;
     how many were. The grace keeps what a lease that just ran out allows: its agent, only slow
     to say it is alive (a flaky network), may still renew it while nobody else took the job (a
     claim does not wait: it takes such a job at once). So a dead agent's job is queued again
     within a lease, a grace and a sweep interval of its last heartbeat (80 s at most with the
     defaults). Only a pass that finds something opens a write transaction, so an idle schedule
-    costs the writers nothing."""
+    costs the writers nothing. `work` hears of the jobs requeued (the waiting claims)."""
     before = store.now() - timedelta(seconds=sweep_grace(store.settings))
     with store.read() as session:
         if not any_expired(session, before):
             return 0
     with store.write_rows() as session:
-        return requeue_expired(session, before, store.row_locks, by="schedule")
+        requeued = requeue_expired(session, before, store.row_locks, by="schedule")
+        if requeued and work is not None:
+            work.queued()  # of any class: every waiting claim looks, in every process
+        return requeued

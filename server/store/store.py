@@ -23,7 +23,9 @@ from server.store.rows import SearchRow
 
 
 class TransactionObserver(Protocol):
-    """Told how each write transaction (`Store.write`) ended."""
+    """Told how each write transaction (`Store.write`) ended, and before it commits."""
+
+    def committing(self, session: Session) -> None: ...
 
     def committed(self) -> None: ...
 
@@ -46,10 +48,14 @@ class Store:
         self.write_lock = threading.RLock()
         self.row_locks = self.db.dialect.name == "postgresql"
         self._observers: list[TransactionObserver] = []
+        self._row_observers: list[TransactionObserver] = []
 
-    def observe(self, observer: TransactionObserver) -> None:
-        """Tell `observer` how every later write transaction ends."""
+    def observe(self, observer: TransactionObserver, rows: bool = False) -> None:
+        """Tell `observer` how every later write transaction ends; with `rows`, also those
+        of `write_rows` (which run beside the others on PostgreSQL, in threads of their own)."""
         self._observers.append(observer)
+        if rows:
+            self._row_observers.append(observer)
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -60,17 +66,8 @@ class Store:
     def write(self) -> Iterator[Session]:
         """A transaction under the write lock; commits on success, rolls back on any error."""
         with self.write_lock:
-            try:
-                with self._write_sessions() as session, session.begin():
-                    yield session
-            except BaseException:
-                # A cache may hold what the rollback undid (an engine this transaction told
-                # something): its observer forgets it, and it is rebuilt from the rows.
-                for observer in self._observers:
-                    observer.rolled_back()
-                raise
-            for observer in self._observers:
-                observer.committed()
+            with _observed(self._observers, self._write_sessions) as session:
+                yield session
 
     @contextmanager
     def write_rows(self) -> Iterator[Session]:
@@ -80,7 +77,7 @@ class Store:
             with self.write() as session:
                 yield session
             return
-        with self._write_sessions() as session, session.begin():
+        with _observed(self._row_observers, self._write_sessions) as session:
             yield session
 
     def now(self):
@@ -88,6 +85,26 @@ class Store:
 
     def close(self) -> None:
         self.db.dispose()
+
+
+@contextmanager
+def _observed(
+    observers: list[TransactionObserver], sessions: sessionmaker[Session]
+) -> Iterator[Session]:
+    """A transaction that tells `observers` before it commits and how it ended."""
+    try:
+        with sessions() as session, session.begin():
+            yield session
+            for observer in observers:
+                observer.committing(session)
+    except BaseException:
+        # A cache may hold what the rollback undid (an engine this transaction told
+        # something): its observer forgets it, and it is rebuilt from the rows.
+        for observer in observers:
+            observer.rolled_back()
+        raise
+    for observer in observers:
+        observer.committed()
 
 
 # A search's row is locked FOR NO KEY UPDATE: writers of the search take turns, while rows

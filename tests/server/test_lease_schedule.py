@@ -120,7 +120,7 @@ def test_stopping_the_server_waits_for_a_sweep_under_way(make_client, monkeypatc
     events: list[str] = []
     started = threading.Event()
 
-    def slow_pass(store) -> int:
+    def slow_pass(store, work) -> int:
         started.set()
         time.sleep(0.3)
         events.append("pass finished")
