@@ -87,8 +87,12 @@ def setup_lines(
     lines = [
         f"Command: `{command}`" + (f" at commit {at}" if at else ""),
         "",
-        f"Device: replayed from {shown(args.table)} ({args.seeds} seeds, one measurement at a "
-        "time).",
+        f"Device: replayed from {shown(args.table)} ({args.seeds} seeds, "
+        + (
+            f"{args.agents} agents measuring at once, results told as they finish)."
+            if getattr(args, "agents", 1) > 1
+            else "one measurement at a time)."
+        ),
         "",
         "Hypervolume: one fixed normalisation shared by every strategy (0 = ideal, 1 = reference):",
         f"- decoder_params: ideal {norm['ideal']['decoder_params']:.6g} (largest member: "

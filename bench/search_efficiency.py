@@ -4,7 +4,8 @@ In LTS the proxy is free and device measurements are the whole cost: a search me
 3,000 candidates. This script runs every strategy on the same three objectives (maximise the
 analytic decoder_params, minimise latency_ms and memory_mb) against a device replayed from a
 table of real measurements on this machine (`bench/replay.py`, table made by
-`bench/device_table.py --count 300`), one measurement at a time (one agent), and records after
+`bench/device_table.py --count 300`), one measurement at a time (one agent; `--agents K`: K
+measuring at once on the replayed clock, bench.in_flight), and records after
 every measurement the count, the cumulative device-seconds (the replayed agent wall time) and
 the hypervolume of everything measured so far. Every strategy is judged with one fixed
 normalisation: decoder_params from the space's smallest member (reference) to its largest
@@ -89,6 +90,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--space", type=json.loads, default={}, help="JSON overrides of the table's space"
     )
     parser.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=list(STRATEGIES))
+    parser.add_argument(
+        "--agents", type=int, default=1, help="agents measuring at once, replayed (default 1)"
+    )
     parser.add_argument("--table", type=Path, default=DEFAULT_TABLE)
     parser.add_argument("--json", type=Path, default=None, help="write every curve here")
     parser.add_argument(
@@ -131,13 +135,15 @@ def run_all(
         budget = budgets(args)[strategy]
         results[strategy] = []
         for seed in range(args.seeds):
-            run = run_one(strategy, space, replay, normaliser, seed, budget)
+            run = run_one(strategy, space, replay, normaliser, seed, budget, agents=args.agents)
             results[strategy].append(run)
+            batch = run["batch"]
             log(
                 f"{strategy} seed {seed}: {run['measurements']} measurements, "
                 f"hv {run['hv'][-1]:.4f}, {run['device_s'][-1] / 3600:.2f} device-h, "
                 f"{run['repeats']} repeats, "
-                f"{run['wall_s']:.1f} s"
+                + (f"batch {batch}, " if batch else "")
+                + f"{run['wall_s']:.1f} s"
             )
     return results
 
@@ -162,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": command,
             "table": shown(args.table),
             "seeds": args.seeds,
+            "agents": args.agents,
             "budgets": {s: budgets(args)[s] for s in args.strategies},
             "space": space.to_dict(),
             "normaliser": normaliser.to_dict(),

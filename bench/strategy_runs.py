@@ -17,6 +17,7 @@ from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import NoiseSettings, Population, SearchCreate
 from bench.curve import Curve
+from bench.in_flight import InFlight
 from bench.normalisation import OBJECTIVES, score
 from bench.peers.optuna_peer import run_optuna
 from bench.replay import DeviceReplay
@@ -67,28 +68,43 @@ def make_engine(
 
 
 def run_engine(
-    engine: Engine, replay: DeviceReplay, curve: Curve, steer: Steer | None = None
+    engine: Engine,
+    replay: DeviceReplay,
+    curve: Curve,
+    steer: Steer | None = None,
+    in_flight: InFlight | None = None,
 ) -> list[float]:
-    """Ask, measure one candidate at a time on the replayed device, tell, record; with
-    `steer`, hand the engine the normalisation the server fixes after the first results.
-    Returns the seconds each proposal round took."""
-    rounds = []
-    while not engine.finished:
-        start = time.perf_counter()
-        batch = engine.ask(1)
-        rounds.append(time.perf_counter() - start)
-        if not batch:
+    """Ask, measure on the replayed device, tell, record; with `steer`, hand the engine the
+    normalisation the server fixes after the first results. One agent measures one candidate
+    at a time, or `in_flight`'s agents measure at once: each is handed the next proposal as it
+    comes free, the engine asked with the agents as its slots (the server's measuring slots),
+    and results are told in the order they finish on the replayed clock. A generation bigger
+    than the agents waits its turn in a queue. Returns the seconds each proposal round took."""
+    if in_flight is None:
+        in_flight = InFlight(engine.space, 1)
+    rounds: list[float] = []
+    waiting: list = []  # proposed, no agent free yet (a generational strategy's generation)
+    while True:
+        while in_flight.free and not engine.finished:
+            if not waiting:
+                start = time.perf_counter()
+                waiting = list(engine.ask(in_flight.agents))
+                rounds.append(time.perf_counter() - start)
+                if not waiting:
+                    break
+            candidate = waiting.pop(0)
+            got = replay.measure(candidate.spec)
+            in_flight.start(candidate.spec, got.wall_s, (candidate, got))
+        if not len(in_flight):
             if not engine.finished:
                 raise RuntimeError(f"{engine.strategy}: nothing proposed, search not finished")
-            break
-        for candidate in batch:
-            got = replay.measure(candidate.spec)
-            told = {"latency_ms": got.latency_ms, "memory_mb": got.memory_mb}
-            engine.tell(candidate.arch_id, told)
-            curve.add({**candidate.proxies, **told}, got.wall_s, got.from_table)
-            if steer is not None:
-                steer.told(engine, {**candidate.proxies, **told})
-    return rounds
+            return rounds
+        candidate, got = in_flight.finish()
+        told = {"latency_ms": got.latency_ms, "memory_mb": got.memory_mb}
+        engine.tell(candidate.arch_id, told)
+        curve.add({**candidate.proxies, **told}, got.wall_s, got.from_table)
+        if steer is not None:
+            steer.told(engine, {**candidate.proxies, **told})
 
 
 class Steer:
@@ -110,10 +126,17 @@ class Steer:
 
 
 def run_peer(
-    sampler: str, space: GPT2Space, replay: DeviceReplay, curve: Curve, seed: int, budget: int
+    sampler: str,
+    space: GPT2Space,
+    replay: DeviceReplay,
+    curve: Curve,
+    seed: int,
+    budget: int,
+    in_flight: InFlight | None = None,
 ) -> int:
     """A peer's search (its own ask/tell loop), recorded in `curve` in its order; the trials
-    it asked for that repeated an architecture it had measured."""
+    it asked for that repeated an architecture it had measured (or one under way, with
+    `in_flight`'s agents)."""
 
     def measure(spec: GPT2Spec) -> dict[str, float]:
         got = replay.measure(spec)
@@ -132,6 +155,7 @@ def run_peer(
         seed=seed,
         sampler=sampler,
         population_size=PEER_POPULATION,
+        in_flight=in_flight,
     )
     for _, values in run.measured:
         curve.add(values, values["wall_s"], values["from_table"] > 0)
@@ -146,21 +170,23 @@ def run_one(
     seed: int,
     budget: int,
     initial: int | None = None,
+    agents: int = 1,
 ) -> dict[str, Any]:
     """One search; its curve and the benchmark's own wall time for it (`initial`: hwnas's
-    initial design, in place of its default)."""
+    initial design, in place of its default; `agents` measuring at once, replayed)."""
     curve = Curve(normaliser)
     start = time.perf_counter()
     repeats = 0
     rounds: list[float] = []
+    in_flight = InFlight(space, agents)
     if strategy in OPTUNA:
-        repeats = run_peer(OPTUNA[strategy], space, replay, curve, seed, budget)
+        repeats = run_peer(OPTUNA[strategy], space, replay, curve, seed, budget, in_flight)
     else:
         steer = None
         if strategy in HWNAS:  # steered as the server steers a search of this space
             steer = Steer(SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed))
         engine = make_engine(strategy, space, seed, budget, initial)
-        rounds = run_engine(engine, replay, curve, steer)
+        rounds = run_engine(engine, replay, curve, steer, in_flight)
     return {
         "seed": seed,
         "budget": budget,
@@ -172,4 +198,5 @@ def run_one(
         "round_s": [round(statistics.median(rounds), 4), round(max(rounds), 4)] if rounds else None,
         "hv": [round(h, 6) for h in curve.hv],
         "device_s": [round(d, 2) for d in curve.device_s],
+        "batch": in_flight.summary() if agents > 1 else None,
     }

@@ -101,6 +101,11 @@ class Engine:
         self._volume_step: tuple[NDArray, list[float]] | None = None
         self._fallbacks: list[str] = []  # handed out once each (`take_fallbacks`)
 
+    @property
+    def space(self) -> SearchSpace:
+        """The space the engine proposes from."""
+        return self._space
+
     # -- ask / tell ------------------------------------------------------------------------
     def ask(self, slots: int = 1) -> list[Candidate]:
         """New candidates to measure now, or [] when there is nothing to send yet or at all.

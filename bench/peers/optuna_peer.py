@@ -20,6 +20,7 @@ import optuna
 
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.spaces.gpt2.spec import GPT2Spec
+from bench.in_flight import InFlight
 
 __all__ = ["SAMPLERS", "PeerRun", "propose", "run_optuna"]
 
@@ -77,6 +78,7 @@ def run_optuna(
     seed: int,
     sampler: str = "nsga2",
     population_size: int = 100,
+    in_flight: InFlight | None = None,
 ) -> PeerRun:
     """Run one of Optuna's samplers (`SAMPLERS`) for `budget` distinct measured architectures.
 
@@ -96,7 +98,9 @@ def run_optuna(
     TPE and the GP sampler do the same (they warn about it; the warnings are kept quiet).
 
     A proposal that repairs to an architecture already measured is told its cached values,
-    not measured again and not counted against the budget. The loop stops early, returning
+    not measured again and not counted against the budget. With `in_flight`, its agents
+    measure at once on the replayed clock (the values' `wall_s` each): a proposal of an
+    architecture under way waits for that measurement's values. The loop stops early, returning
     what it has, after MAX_TRIALS_PER_BUDGET x budget trials.
     """
     if budget < 1:
@@ -104,6 +108,7 @@ def run_optuna(
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     results: list[tuple[GPT2Spec, dict[str, float]]] = []
+    twins: dict[str, list[optuna.Trial]] = {}  # trials of an architecture under way
     trials = 0
     cache: dict[str, dict[str, float]] = {}
     verbosity = optuna.logging.get_verbosity()
@@ -117,18 +122,33 @@ def run_optuna(
             study = optuna.create_study(  # no storage: Optuna keeps the study in memory
                 directions=DIRECTIONS, sampler=SAMPLERS[sampler](seed, population_size)
             )
-            for _ in range(MAX_TRIALS_PER_BUDGET * budget):
-                trial = study.ask()
-                trials += 1
-                spec = propose(trial, space)
-                values = cache.get(spec.arch_id)
-                if values is None:
+            if in_flight is None:
+                in_flight = InFlight(space, 1)
+            most = MAX_TRIALS_PER_BUDGET * budget
+            while True:
+                # Each free agent asks for a trial (Optuna's `optimize(n_jobs=K)` does the
+                # same from K threads): those under way are Optuna's running trials.
+                while in_flight.free and len(results) + len(in_flight) < budget and trials < most:
+                    trial = study.ask()
+                    trials += 1
+                    spec = propose(trial, space)
+                    values = cache.get(spec.arch_id)
+                    if values is not None:
+                        study.tell(trial, [float(values[name]) for name in OBJECTIVES])
+                        continue
+                    if in_flight.under_way(spec.arch_id):
+                        in_flight.same += 1  # told with that measurement's values, below
+                        twins.setdefault(spec.arch_id, []).append(trial)
+                        continue
                     values = {**score(spec), **measure(spec)}
-                    cache[spec.arch_id] = values
-                    results.append((spec, values))
-                study.tell(trial, [float(values[name]) for name in OBJECTIVES])
-                if len(results) >= budget:
+                    in_flight.start(spec, values.get("wall_s", 0.0), (trial, spec, values))
+                if not len(in_flight):
                     break
+                trial, spec, values = in_flight.finish()
+                cache[spec.arch_id] = values
+                results.append((spec, values))
+                for told in [trial, *twins.pop(spec.arch_id, [])]:
+                    study.tell(told, [float(values[name]) for name in OBJECTIVES])
     finally:
         optuna.logging.set_verbosity(verbosity)
     return PeerRun(results, trials)
