@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
+
+import httpx
 
 # The synthetic device lives in the harness (bench/load.py reports with it too); tests import
 # it from here with the other factories.
@@ -169,3 +172,17 @@ def agent_registration(name: str | None = None) -> Any:
             accelerator=None,
         ),
     )
+
+
+def claim_waiting(url: str, agent: str, wait_s: float = 25) -> tuple[threading.Thread, list]:
+    """An agent's claim at the server at `url` that may wait `wait_s` for work, sent from a
+    thread of its own (started): the thread, and the list its answer lands in."""
+    answers: list[httpx.Response] = []
+
+    def claim() -> None:
+        with httpx.Client(base_url=url, timeout=wait_s + 35) as waiting:
+            answers.append(waiting.post(f"/api/v1/agents/{agent}/claim", params={"wait": wait_s}))
+
+    waiter = threading.Thread(target=claim)
+    waiter.start()
+    return waiter, answers

@@ -20,7 +20,7 @@ from hwnas.testing.agents import start_agent
 from hwnas.testing.servers import api_client, serve
 from server.app import agent_path
 from server.services import jobs
-from tests.factories import register, search_request
+from tests.factories import claim_waiting, register, search_request
 
 
 def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
@@ -141,14 +141,7 @@ def test_a_server_told_to_stop_answers_its_waiting_claims_no_work_and_exits(
     with serve(tmp_path, tmp_path / "hwnas.db", "--no-auth", "--workers", workers) as server:
         with api_client(server.url) as http:
             agent = register(http)
-        answers: list[httpx.Response] = []
-
-        def claim() -> None:
-            with api_client(server.url, timeout=60) as waiting:
-                answers.append(waiting.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}))
-
-        waiter = threading.Thread(target=claim)
-        waiter.start()
+        waiter, answers = claim_waiting(server.url, agent)
         _until(lambda: _claims_waiting(server.url) == 1)
         asked = time.monotonic()
         server.proc.terminate()

@@ -4,7 +4,6 @@ only then; a listener whose connection is cut listens again."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ from server.services.context import Services
 from server.settings import Settings
 from server.store.store import Store
 from server.store.work_channel import WorkChannel, decode, encode
-from tests.factories import register, search_request
+from tests.factories import claim_waiting, register, search_request
 
 
 def _until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
@@ -162,14 +161,7 @@ def test_a_claim_waiting_on_one_server_gets_the_job_of_a_search_created_on_anoth
     ):
         assert _metric(first.url, "hwnas_work_heard_from_others") == 1
         agent = register(http)
-        answers: list[httpx.Response] = []
-
-        def claim() -> None:
-            with api_client(first.url, timeout=60) as waiting:
-                answers.append(waiting.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25}))
-
-        waiter = threading.Thread(target=claim)
-        waiter.start()
+        waiter, answers = claim_waiting(first.url, agent)
         _until(lambda: _metric(first.url, "hwnas_claims_waiting") == 1)
         created = time.monotonic()
         assert http.post("/api/v1/searches", json=search_request()).status_code == 201
