@@ -36,10 +36,10 @@ def test_measurements_finish_in_the_order_of_their_replayed_ends(replayed):
     flight.start(specs[1], 4.0, "d")  # starts at 3.0, ends at 7.0: after "a"'s 5.0
     assert [flight.finish(), flight.finish()] == ["a", "d"]
     assert flight.clock == 7.0
-    # Each start with others under way is measured against them: "b" and "c" against what
-    # was under way, "d" against "a" alone; "d" repeats no architecture under way ("b" ended).
+    # Each start with others under way is measured against them: "b" against "a", "c" against
+    # "a" and "b", "d" (b's architecture again, "b" having ended) against "a" alone.
     assert len(flight.nearest) == 3 and flight.same == 0
-    assert flight.nearest[0] == pytest.approx(min(flight.nearest[:1]))
+    assert flight.nearest[2] == flight.nearest[0] > 0
 
 
 def test_a_proposal_of_an_architecture_under_way_is_counted_and_lies_at_distance_0(replayed):
