@@ -242,6 +242,7 @@ def peer_budget_lines(results: Results, summary: dict[str, Any]) -> list[str]:
             f"{'PASS' if ok else 'FAIL'}: hwnas at {EARLY} measurements ({early:.4f}) reaches the "
             f"best peer's median at {BUDGETS[0]} ({best}: {first[best]:.4f})"
         )
+        lines += device_half_lines(hw, results[best], best, summary)
     for count in BUDGETS:
         ours = median_at(hw, count)
         theirs = {name: median_at(results[name], count) for name in peers}
@@ -262,6 +263,37 @@ def peer_budget_lines(results: Results, summary: dict[str, Any]) -> list[str]:
             f"is above every peer's, winning at least {WIN_SHARE:.0%} of the seeds: {each}"
         )
     return lines
+
+
+def device_half_lines(
+    hw: list[dict], peer: list[dict], name: str, summary: dict[str, Any]
+) -> list[str]:
+    """Issue 22's device-seconds target: per seed, the device-seconds hwnas spends to reach the
+    peer's hypervolume at `BUDGETS[0]` measurements on that seed, against the peer's own; at
+    most half on the median seed."""
+    count = BUDGETS[0]
+    shares = []
+    for ours, theirs in zip(hw, peer, strict=True):
+        if len(theirs["hv"]) < count:
+            continue
+        goal = theirs["hv"][count - 1]
+        reached = next((i for i, hv in enumerate(ours["hv"]) if hv >= goal), None)
+        spent = ours["device_s"][reached] if reached is not None else None
+        shares.append((reached, spent, theirs["device_s"][count - 1]))
+    if not shares:
+        return []
+    ratios = [spent / own if spent is not None else float("inf") for _, spent, own in shares]
+    ok = statistics.median(ratios) <= 0.5
+    summary["target_device_half"] = ok
+    each = "; ".join(
+        "never" if spent is None else f"{reached + 1} measurements, {spent:.0f} s vs {own:.0f} s"
+        for reached, spent, own in shares
+    )
+    return [
+        f"{'PASS' if ok else 'FAIL'}: hwnas spends at most half {name}'s device-seconds to reach "
+        f"its hypervolume at {count} measurements, per seed (median ratio "
+        f"{statistics.median(ratios):.2f}): {each}"
+    ]
 
 
 def noise_cost_lines(

@@ -55,7 +55,7 @@ class InFlight:
         genes = self._genes(spec)
         if self._heap:
             self.nearest.append(min(math.dist(genes, m.genes) for m in self._heap))
-            self.same += any(m.arch_id == spec.arch_id for m in self._heap)
+            self.same += self.under_way(spec.arch_id)
         measuring = _Measuring(self.clock + wall_s, next(self._order), spec.arch_id, genes, payload)
         heapq.heappush(self._heap, measuring)
 

@@ -14,6 +14,7 @@ from archvocab.registry import parse_space
 from archvocab.wire import SearchCreate
 from bench import search_efficiency as se
 from bench.curve import Curve
+from bench.efficiency_report import device_half_lines
 from bench.efficiency_tables import TARGET_SHARE
 from bench.normalisation import extremes, make_normaliser, score
 from bench.replay import DeviceReplay
@@ -77,6 +78,7 @@ def test_report_has_targets_and_the_fixed_normalisation(quick: tuple[dict, str])
         "within half the measurements of the best peer",
         "hwnas at 30 measurements",
         "at 60 measurements hwnas's median",
+        "device-seconds to reach its hypervolume at 60 measurements",
     ):
         assert sum(words in line for line in verdicts) == 1, words
     assert not any("at 120 measurements" in line for line in verdicts)
@@ -90,12 +92,13 @@ def test_report_has_targets_and_the_fixed_normalisation(quick: tuple[dict, str])
         "target_fewer",
         "target_half_of_best_peer",
         "target_early",
+        "target_device_half",
         "target_above_peers",
     } <= set(summary)
     # A peer verdict only where hwnas and the peer share a checkpoint (the GP stops at 12).
     assert summary["ahead_of_peers"]["optuna-gp"] is None
     assert not any("optuna-gp's" in line for line in verdicts)
-    assert len(verdicts) == 8
+    assert len(verdicts) == 9
     for where in ("table", "interpolated"):
         assert set(payload["summary"]["linearity"][where]) == {"latency_ms", "memory_mb"}
     ideal, reference = payload["normaliser"]["ideal"], payload["normaliser"]["reference"]
@@ -202,3 +205,18 @@ def test_a_saved_run_is_reported_again_without_running(
     monkeypatch.setattr(se, "run_all", lambda *a, **k: pytest.fail("ran the searches again"))
     assert se.main(["--quick", "--report-from", path]) == 0
     assert capsys.readouterr().out.splitlines() == payload["report"]
+
+
+def test_device_seconds_to_the_peers_hypervolume_are_compared_seed_by_seed() -> None:
+    peer = [{"hv": [0.3] * 60, "device_s": [float(i + 1) for i in range(60)]}] * 2
+    fast = {"hv": [0.1, 0.3, 0.5], "device_s": [10.0, 20.0, 30.0]}  # 20 s of the peer's 60
+    slow = {"hv": [0.1, 0.2, 0.31], "device_s": [20.0, 40.0, 45.0]}  # 45 s: over half
+    summary: dict = {}
+    [line] = device_half_lines([fast, fast], peer, "optuna-gp", summary)
+    assert line.startswith("PASS") and "2 measurements, 20 s vs 60 s" in line
+    assert summary["target_device_half"] is True
+    [line] = device_half_lines([fast, slow], peer, "optuna-gp", summary)
+    assert line.startswith("FAIL") and "(median ratio 0.54)" in line
+    never = {"hv": [0.1], "device_s": [1.0]}
+    [line] = device_half_lines([never, never], peer, "optuna-gp", summary)
+    assert line.startswith("FAIL") and "never; never" in line
