@@ -165,9 +165,10 @@ def net_of_work_wait(began: float, ms: float, queued: float | None) -> float:
     """A leasing claim's latency in ms, less any time it waited for its job to be queued:
     from when it was sent or its job queued, whichever came later, to its answer (`began`,
     `queued`: time.time(); `queued` None: the whole latency)."""
-    if queued is None:
+    if queued is None or queued <= began:
         return ms
-    return max(0.0, began + ms / 1000 - max(began, queued)) * 1000
+    # Subtract the wait from ms rather than re-adding epochs, so the result never rounds above ms.
+    return max(0.0, ms - (queued - began) * 1000)
 
 
 def latency_stats(values: list[float]) -> dict:

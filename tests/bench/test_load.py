@@ -168,6 +168,11 @@ def test_a_claims_wait_for_work_is_not_its_latency() -> None:
     assert net_of_work_wait(100.0, 40.0, None) == 40.0
     # Clocks read a little apart never make it negative.
     assert net_of_work_wait(100.0, 40.0, 100.05) == 0.0
+    # At real epochs, adding ms to `began` and taking it away again rounded above ms (CI, 5041435).
+    began = 1_764_300_000.123456
+    for ms in (655.5527550008264, 0.1, 3.3, 1234.567891):
+        assert net_of_work_wait(began, ms, began - 1.0) == ms
+        assert net_of_work_wait(began, ms, began + 1e-7) <= ms
 
 
 # -- a small real run -------------------------------------------------------------------------
