@@ -9,7 +9,16 @@ import json
 import pytest
 
 from archvocab.spaces.gpt2.spec import GPT2Spec
-from bench.peers_real import drift_at, front_of, main, parse_args, ratios, report, run
+from bench.peers_real import (
+    drift_at,
+    front_of,
+    main,
+    parse_args,
+    ratios,
+    report,
+    run,
+    target_lines,
+)
 from search.hypervolume import Normaliser, hypervolume
 from tests.factories import FAST_MEASUREMENT, TINY_SPACE
 
@@ -114,3 +123,46 @@ def test_two_contenders_measured_for_real_and_judged_on_their_re_measured_fronti
         assert sum(s["pooled_share"] for s in scored if s["count"] == n) >= 1 - 1e-9
     lines = report(scored, ["hwnas", "optuna-tpe"], [2, 3])
     assert any(line.startswith("| optuna-tpe | 3 |") for line in lines)
+
+
+def test_targets_name_the_checkpoint_and_device_seconds_where_hwnas_reaches_the_best_peer():
+    def row(contender: str, seed: int, count: int, hv: float, device_s: float) -> dict:
+        return {
+            "contender": contender,
+            "seed": seed,
+            "count": count,
+            "hypervolume": hv,
+            "device_s": device_s,
+        }
+
+    scored = [
+        # seed 0: the GP is the best peer at 60 (0.38); hwnas passes it at 20, after 70 s
+        row("hwnas", 0, 10, 0.30, 35),
+        row("hwnas", 0, 20, 0.385, 70),
+        row("hwnas", 0, 60, 0.42, 210),
+        row("optuna-gp", 0, 60, 0.38, 200),
+        row("optuna-tpe", 0, 60, 0.36, 190),
+        row("lts", 0, 60, 0.50, 180),  # hwnas's own strategy is no peer
+        # seed 1: TPE is best (0.40); hwnas gets there only at 60
+        row("hwnas", 1, 10, 0.30, 35),
+        row("hwnas", 1, 20, 0.35, 70),
+        row("hwnas", 1, 60, 0.41, 220),
+        row("optuna-gp", 1, 60, 0.37, 200),
+        row("optuna-tpe", 1, 60, 0.40, 200),
+        # seed 2: never
+        row("hwnas", 2, 10, 0.20, 35),
+        row("hwnas", 2, 60, 0.30, 200),
+        row("optuna-gp", 2, 60, 0.31, 200),
+    ]
+    lines = target_lines(scored, ["hwnas", "lts", "optuna-gp", "optuna-tpe"])
+    assert "| 0 | optuna-gp | 0.3800 | 200 | 20 | 0.3850 | 70 | 0.35 |" in lines
+    assert "| 1 | optuna-tpe | 0.4000 | 200 | 60 | 0.4100 | 220 | 1.10 |" in lines
+    assert "| 2 | optuna-gp | 0.3100 | 200 | never |  |  |  |" in lines
+    # Median seed: reached at 60 (20, 60, never), device-seconds ratio 1.10 (0.35, 1.10, inf).
+    assert lines[-2].startswith("FAIL: hwnas reaches") and "median checkpoint 60" in lines[-2]
+    assert lines[-1].startswith("FAIL: hwnas spends") and "median ratio 1.10" in lines[-1]
+    passing = [r for r in scored if r["seed"] == 0]
+    verdicts = target_lines(passing, ["hwnas", "optuna-gp"])[-2:]
+    assert verdicts[0].startswith("PASS") and "median checkpoint 20" in verdicts[0]
+    assert verdicts[1].startswith("PASS") and "median ratio 0.35" in verdicts[1]
+    assert target_lines(scored, ["hwnas", "lts"]) == []
