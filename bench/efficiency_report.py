@@ -27,7 +27,7 @@ from bench.normalisation import OBJECTIVES, describe, extremes
 from bench.replay import DeviceReplay
 from bench.replay_linearity import linearity
 from bench.script import shown
-from bench.strategy_runs import OPTUNA
+from bench.strategy_runs import PEERS
 from search.hypervolume import Normaliser
 
 TARGET_BUDGET = 0.20  # of LTS's measurements, median over seeds
@@ -57,7 +57,7 @@ def report(
         reach = target_reach(results)
         summary["reach"] = reach
         lines += reach_lines(results, reach, args.budget_lts, summary)
-    peers = [name for name in OPTUNA if name in results]
+    peers = [name for name in PEERS if name in results]
     if "hwnas" in results and peers:
         summary["ahead_of_peers"] = {}
         for name in peers:
@@ -201,12 +201,12 @@ def fewer_lines(
         f"{'PASS' if ok else 'FAIL'}: hwnas reaches {TARGET_SHARE:.0%} of LTS's hypervolume at "
         f"{args.budget_lts} within {FEWER_BUDGET} measurements (median over seeds: {got})"
     ]
-    budgets = {name: results[name][0]["budget"] for name in OPTUNA if name in results}
+    budgets = {name: results[name][0]["budget"] for name in PEERS if name in results}
     # What each peer needs: its median count, or more than its budget if it did not get
     # there on most seeds (a lower bound, which is all that half of it needs).
     needs = {
         name: (reach[name]["median_count"] or budgets[name], reach[name]["median_count"] is None)
-        for name in OPTUNA
+        for name in PEERS
         if name in reach
     }
     if needs:
@@ -227,7 +227,7 @@ def peer_budget_lines(results: Results, summary: dict[str, Any]) -> list[str]:
     """Issue 22's targets at equal budgets: hwnas at `EARLY` measurements reaches the best
     peer's median hypervolume at `BUDGETS[0]`; at each of `BUDGETS` hwnas's median is above
     every peer's, and it wins at least `WIN_SHARE` of the seeds against each."""
-    peers = [name for name in OPTUNA if name in results]
+    peers = [name for name in PEERS if name in results]
     hw = results["hwnas"]
     lines = []
 

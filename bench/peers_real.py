@@ -8,7 +8,9 @@ a rotating order so that the machine's drift falls on all of them alike:
 - `hwnas` and `lts`: hwnas's strategies as a user runs them (defaults; hwnas steered as the
   server steers it, bench.strategy_runs.Steer);
 - `optuna-nsga2`, `optuna-tpe`, `optuna-gp`: Optuna's samplers as their users write them
-  (bench.peers.optuna_peer).
+  (bench.peers.optuna_peer);
+- `archai`: Archai 1.0.0's EvolutionParetoSearch, LTS's released code (bench.peers.archai_peer;
+  an optional extra, skipped with a message saying how to install it where it is absent).
 
 Values taken during a search drift with the machine, so the frontiers are judged afterwards:
 each run's frontier at every checkpoint (its first 30, 60, ... measurements) is measured again,
@@ -22,7 +24,7 @@ time to that count, proposals that repeated a measured architecture, and the sha
 pooled re-measured frontier of all contenders (of that seed and checkpoint) it holds.
 
     .venv/bin/python -m bench.peers_real [--seeds 0 1 2] [--budget 60] [--checkpoints 10 ... 120]
-        [--contenders hwnas lts optuna-nsga2 optuna-tpe optuna-gp] [--measurement '{}']
+        [--contenders hwnas lts optuna-nsga2 optuna-tpe optuna-gp archai] [--measurement '{}']
         [--space ISSUE] [--json bench/results/peers_real.json]
 """
 
@@ -47,14 +49,13 @@ from archvocab.spaces.gpt2.spec import GPT2Spec
 from archvocab.wire import Failure, MeasurementSettings, SearchCreate
 from bench.markdown_table import table
 from bench.normalisation import extremes, normaliser_for, score
-from bench.peers.optuna_peer import run_optuna
 from bench.replay import DeviceReplay
 from bench.script import command_line, write_json
-from bench.strategy_runs import OPTUNA, PEER_POPULATION, Steer, make_engine
+from bench.strategy_runs import PEERS, Steer, make_engine, peer_search, without_missing
 from search.hypervolume import Normaliser, hypervolume
 from search.pareto import non_dominated_mask
 
-CONTENDERS = ("hwnas", "lts", *OPTUNA)
+CONTENDERS = ("hwnas", "lts", *PEERS)
 # The issue's space: GPT-2 with n_layer 2-6, d_model 128-512, d_inner 256-2048; per-layer
 # heads, d_embed and div_val free as in the table's space.
 ISSUE_SPACE = {
@@ -95,16 +96,8 @@ def search(contender: str, space: GPT2Space, seed: int, budget: int, measure: Me
 
     measured: list[tuple[GPT2Spec, dict[str, float]]] = []
     repeats = 0
-    if contender in OPTUNA:
-        run = run_optuna(
-            space,
-            timed,
-            score,
-            budget=budget,
-            seed=seed,
-            sampler=OPTUNA[contender],
-            population_size=PEER_POPULATION,
-        )
+    if contender in PEERS:
+        run = peer_search(contender, space, timed, seed, budget)
         measured, repeats = run.measured, run.repeats
     else:
         engine = make_engine(contender, space, seed, budget)
@@ -505,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         args.contenders, args.checkpoints = contenders, checkpoints
     else:  # each seed written as soon as it is scored: a run cut short keeps those it finished
         say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        args.contenders = without_missing(args.contenders, say)
         result = run(args, say, written)
     print("\n".join(written(result)))
     return 0

@@ -19,14 +19,16 @@ models corrected by a Gaussian process of their residuals) at 20% of it; `nsga2`
 NSGA-II, population 100) and the peer `optuna-nsga2` (Optuna's NSGA-II sampler, population
 100) at LTS's budget; the peers `optuna-tpe` (Optuna's default sampler) and `optuna-gp` (its
 Gaussian process sampler), default settings, at their own budgets (a GP trial costs seconds
-here). It prints markdown: hypervolume at equal measurement budgets and at equal device-hours, the
-measurements and device-hours each strategy needs to reach 99% of LTS's final hypervolume,
-hwnas against each peer, and PASS/FAIL for the targets; `--json` writes every curve.
+here); the peer `archai` (Archai 1.0.0's EvolutionParetoSearch, LTS's released code; skipped,
+saying how to install it, where it is absent) at `--budget-peers`. It prints markdown:
+hypervolume at equal measurement budgets and at equal device-hours, the measurements and
+device-hours each strategy needs to reach 99% of LTS's final hypervolume, hwnas against each
+peer, and PASS/FAIL for the targets; `--json` writes every curve.
 
     .venv/bin/python bench/search_efficiency.py --json bench/results/search_efficiency.json
         [--seeds 5] [--budget-lts 3000] [--budget-hwnas 600] [--budget-peers 3000]
         [--budget-tpe 600] [--budget-gp 120] [--space '{"n_layer": {"min": 2, "max": 6}}']
-        [--strategies lts hwnas nsga2 optuna-nsga2 optuna-tpe optuna-gp]
+        [--strategies lts hwnas nsga2 optuna-nsga2 optuna-tpe optuna-gp archai]
         [--table bench/data/device_table_gpt2_cpu.json] [--quick]
 
 `--space` overrides settings of the table's space (the replay interpolates any member).
@@ -55,7 +57,7 @@ from bench.efficiency_tables import CHECKPOINTS
 from bench.normalisation import make_normaliser
 from bench.replay import DEFAULT_TABLE, DeviceReplay
 from bench.script import command_line, fill_preset, shown, write_json
-from bench.strategy_runs import STRATEGIES, run_one
+from bench.strategy_runs import STRATEGIES, run_one, without_missing
 from search.hypervolume import Normaliser
 
 DEFAULTS = {
@@ -82,7 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget-lts", type=int, help="default 3000 (LTS's paper budget)")
     parser.add_argument("--budget-hwnas", type=int, help="default 600 (20%% of 3000)")
     parser.add_argument(
-        "--budget-peers", type=int, help="nsga2 and optuna-nsga2; default --budget-lts"
+        "--budget-peers", type=int, help="nsga2, optuna-nsga2, archai; default --budget-lts"
     )
     parser.add_argument("--budget-tpe", type=int, help="optuna-tpe; default 600")
     parser.add_argument("--budget-gp", type=int, help="optuna-gp; default 120")
@@ -106,6 +108,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     fill_preset(args, QUICK if args.quick else DEFAULTS)
+    if args.report_from is None:  # a saved run reports what it ran
+        args.strategies = without_missing(args.strategies, lambda s: print(s, file=sys.stderr))
     if args.budget_peers is None:
         args.budget_peers = args.budget_lts
     return args
@@ -120,6 +124,7 @@ def budgets(args: argparse.Namespace) -> dict[str, int]:
         "optuna-nsga2": args.budget_peers,
         "optuna-tpe": args.budget_tpe,
         "optuna-gp": args.budget_gp,
+        "archai": args.budget_peers,
     }
 
 

@@ -5,7 +5,8 @@ screening, with its defaults and steered as the server steers it: nothing of the
 yardstick handed in), `hwnas-residual-gp` (the same with surrogate "residual_gp": the cost
 models corrected by a Gaussian process of their residuals), `nsga2` (pymoo's NSGA-II) and
 the peers `optuna-nsga2`, `optuna-tpe` and `optuna-gp` (Optuna's samplers as their users
-write them, bench.peers.optuna_peer)."""
+write them, bench.peers.optuna_peer) and `archai` (Archai 1.0.0's EvolutionParetoSearch,
+an optional extra: bench.peers.archai_peer)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from archvocab.wire import NoiseSettings, Population, SearchCreate
 from bench.curve import Curve
 from bench.in_flight import InFlight
 from bench.normalisation import OBJECTIVES, score
-from bench.peers.optuna_peer import run_optuna
+from bench.peers.archai_peer import available as archai_available
+from bench.peers.archai_peer import run_archai
+from bench.peers.optuna_peer import PeerRun, run_optuna
 from bench.replay import DeviceReplay
 from search.engine import Engine
 from search.hypervolume import Normaliser
@@ -32,7 +35,9 @@ from server.services.quality import FIRST_RESULTS, fixed_from_first, initial_nor
 OPTUNA = {"optuna-nsga2": "nsga2", "optuna-tpe": "tpe", "optuna-gp": "gp"}  # -> sampler
 # hwnas's contenders -> their surrogate (search.strategies.hwnas.SURROGATES)
 HWNAS = {"hwnas": "cost_model", "hwnas-residual-gp": "residual_gp"}
-STRATEGIES = ("lts", *HWNAS, "nsga2", *OPTUNA)
+# The general-purpose optimisers hwnas is measured against (issue 22's peers).
+PEERS = (*OPTUNA, "archai")
+STRATEGIES = ("lts", *HWNAS, "nsga2", *PEERS)
 PEER_POPULATION = 100
 # The noise hwnas's frontier allows for, as a search on this CPU class gets it
 # (server.services.engines).
@@ -125,8 +130,41 @@ class Steer:
             engine.use_normaliser(Normaliser(objectives, fixed["ideal"], fixed["reference"]))
 
 
+def peer_search(
+    peer: str,
+    space: GPT2Space,
+    measure: Any,
+    seed: int,
+    budget: int,
+    in_flight: InFlight | None = None,
+) -> PeerRun:
+    """One of `PEERS` searching with its own loop, measuring through `measure(spec)`."""
+    if peer == "archai":
+        return run_archai(space, measure, score, budget=budget, seed=seed, in_flight=in_flight)
+    return run_optuna(
+        space,
+        measure,
+        score,
+        budget=budget,
+        seed=seed,
+        sampler=OPTUNA[peer],
+        population_size=PEER_POPULATION,
+        in_flight=in_flight,
+    )
+
+
+def without_missing(names: list[str], say: Any) -> list[str]:
+    """`names` less the optional peers not installed here, each skipped with a message that
+    says why and how to install it."""
+    missing = archai_available() if "archai" in names else None
+    if missing is None:
+        return names
+    say(f"skipping archai: {missing}")
+    return [n for n in names if n != "archai"]
+
+
 def run_peer(
-    sampler: str,
+    peer: str,
     space: GPT2Space,
     replay: DeviceReplay,
     curve: Curve,
@@ -147,16 +185,7 @@ def run_peer(
             "from_table": float(got.from_table),
         }
 
-    run = run_optuna(
-        space,
-        measure,
-        score,
-        budget=budget,
-        seed=seed,
-        sampler=sampler,
-        population_size=PEER_POPULATION,
-        in_flight=in_flight,
-    )
+    run = peer_search(peer, space, measure, seed, budget, in_flight)
     for _, values in run.measured:
         curve.add(values, values["wall_s"], values["from_table"] > 0)
     return run.repeats
@@ -179,8 +208,8 @@ def run_one(
     repeats = 0
     rounds: list[float] = []
     in_flight = InFlight(space, agents)
-    if strategy in OPTUNA:
-        repeats = run_peer(OPTUNA[strategy], space, replay, curve, seed, budget, in_flight)
+    if strategy in PEERS:
+        repeats = run_peer(strategy, space, replay, curve, seed, budget, in_flight)
     else:
         steer = None
         if strategy in HWNAS:  # steered as the server steers a search of this space

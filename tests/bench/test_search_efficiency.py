@@ -43,6 +43,7 @@ def test_every_strategy_and_seed_ran_to_its_budget(quick: tuple[dict, str]) -> N
         "optuna-nsga2": se.QUICK["budget_peers"],
         "optuna-tpe": se.QUICK["budget_tpe"],
         "optuna-gp": se.QUICK["budget_gp"],
+        "archai": se.QUICK["budget_peers"],
     }
     assert payload["budgets"] == budgets
     assert set(payload["results"]) == set(STRATEGIES)
@@ -98,7 +99,9 @@ def test_report_has_targets_and_the_fixed_normalisation(quick: tuple[dict, str])
     # A peer verdict only where hwnas and the peer share a checkpoint (the GP stops at 12).
     assert summary["ahead_of_peers"]["optuna-gp"] is None
     assert not any("optuna-gp's" in line for line in verdicts)
-    assert len(verdicts) == 9
+    for peer in ("optuna-nsga2", "optuna-tpe", "archai"):  # hwnas ahead of it, or not
+        assert sum(f"above {peer}'s" in line for line in verdicts) == 1, peer
+    assert len(verdicts) == 10
     for where in ("table", "interpolated"):
         assert set(payload["summary"]["linearity"][where]) == {"latency_ms", "memory_mb"}
     ideal, reference = payload["normaliser"]["ideal"], payload["normaliser"]["reference"]
