@@ -71,6 +71,11 @@ class InFlight:
     def __len__(self) -> int:
         return len(self._heap)
 
+    def __bool__(self) -> bool:
+        # Without it an empty InFlight is falsy, and `in_flight or InFlight(space, 1)` quietly
+        # replaced K agents by one, twice (the 4-agent replay, then the Archai peer).
+        return True
+
     def summary(self) -> dict[str, Any]:
         """The batch's spread: the median and the 10th percentile of the distance from a
         proposal to the nearest measurement under way, and the repeats of one under way."""

@@ -119,8 +119,7 @@ def run_archai(
 
     from bench.peers.archai_parts import Measured, Proxy, Space
 
-    flight = in_flight if in_flight is not None else InFlight(space, 1)  # an empty one is falsy
-    device = _Device(measure, score, budget, flight)
+    device = _Device(measure, score, budget, in_flight or InFlight(space, 1))
     rng = random.Random(f"bench.peers.archai_peer:{seed}")
     objectives = SearchObjectives()
     objectives.add_objective(

@@ -69,3 +69,11 @@ def test_hwnas_never_proposes_an_architecture_under_way(replayed):
     run = run_one("hwnas", space, replay, normaliser, seed=2, budget=60, agents=4)
     assert run["batch"]["same_as_under_way"] == 0
     assert run["repeats"] == 0
+
+
+def test_an_empty_in_flight_is_still_the_agents_given() -> None:
+    from archvocab.spaces.gpt2.space import GPT2Space
+
+    flight = InFlight(GPT2Space(), 4)
+    assert len(flight) == 0 and bool(flight)
+    assert (flight or InFlight(GPT2Space(), 1)).agents == 4
