@@ -30,7 +30,8 @@ def test_with_credentials_and_a_real_server_the_cycles_still_do_work(tmp_path: P
     --baseline-pythonpath a second one (here the same code) in the same rounds."""
     out = tmp_path / "cost.json"
     argv = ["--warm", "3", "--cycles", "4", "--idle", "3", "--profile", "1", "--auth"]
-    argv += ["--served", "6", "--rounds", "2", "--json", str(out)]
+    # 20 cycles a round: well above the 10 ms ticks that /proc counts CPU in
+    argv += ["--served", "40", "--rounds", "2", "--json", str(out)]
     argv += ["--baseline-pythonpath", str(Path(request_cost.__file__).parents[1])]
     assert request_cost.main(argv) == 0
     result = json.loads(out.read_text())
