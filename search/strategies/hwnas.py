@@ -17,9 +17,11 @@ to move the frontier:
   the mean) adds the most hypervolume to the measured frontier. Surrogate "cost_model" is
   the plain cost model, optimistic by its one typical residual everywhere; "residual_gp"
   falls back on it, and says why (`take_fallbacks`), when the residuals cannot be fitted.
-  Candidates still being measured count at their predicted means, so parallel slots do not
-  all chase the same gap. Each proposal carries its predictions so the service can report
-  the models' error.
+  Candidates still being measured count at the optimistic predictions they were sent for,
+  so that the gap each was sent to fill counts as filled and parallel slots do not all chase
+  it (at their predicted means, 4 agents needed a median 72 measurements to 99% of LTS's
+  3,000 on the replay, 60 this way; docs/benchmarks.md). Each proposal carries its
+  predictions so the service can report the models' error.
 - **Parents by hypervolume contribution.** Frontier members that hold more of the dominated
   volume are bred more often; every member keeps a small chance.
 
@@ -174,9 +176,7 @@ class SteadyStateEngine(Engine):
         means = self._predict(models, pool)
         hopeful = self._predict(models, pool, optimistic=True)
         feasible = np.array([self._predicted_feasible(h) for h in hopeful])
-        return _SharedPool(
-            self, pool, means, normaliser.points(hopeful), feasible, believed, normaliser
-        )
+        return _SharedPool(self, pool, means, normaliser.points(hopeful), feasible, believed)
 
     def _offspring(
         self, rng: random.Random, taken: set[str], normaliser: Normaliser
@@ -299,10 +299,11 @@ class SteadyStateEngine(Engine):
     def _believed_points(
         self, models: dict[str, Model], normaliser: Normaliser, batch: list[Candidate]
     ) -> NDArray[np.float64]:
-        """The measured frontier plus pending candidates at their predicted values."""
+        """The measured frontier plus pending candidates at their optimistic predictions."""
         front = [self._values(c) for c in self.frontier()]
         waiting = [self._candidates[a] for a in sorted(self._pending)] + batch
-        guesses = self._predict(models, [(c.spec, c.proxies) for c in waiting])
+        pairs = [(c.spec, c.proxies) for c in waiting]
+        guesses = self._predict(models, pairs, optimistic=True)
         rows = front + [g for g in guesses if self._predicted_feasible(g)]
         if not rows:
             return np.empty((0, len(self.objectives)))
@@ -326,7 +327,7 @@ def round_size(slots: int) -> int:
 class _SharedPool:
     """A bred and predicted pool that candidates are picked from one at a time: each pick the
     one whose optimistic prediction adds the most hypervolume to the believed frontier, which
-    then holds the pick at its predicted mean (so that a round does not pile onto one gap);
+    then holds the pick at that prediction (so that a round does not pile onto one gap);
     when none is predicted to add any, the feasible one closest to the frontier."""
 
     def __init__(
@@ -337,11 +338,9 @@ class _SharedPool:
         points: NDArray[np.float64],
         feasible: NDArray[np.bool_],
         believed: NDArray[np.float64],
-        normaliser: Normaliser,
     ) -> None:
         self._engine, self._pool, self._means = engine, pool, means
         self._points, self._feasible, self._believed = points, feasible, believed
-        self._normaliser = normaliser
         self._open = np.ones(len(pool), dtype=bool)
         self._upper: NDArray[np.float64] | None = None
 
@@ -363,9 +362,7 @@ class _SharedPool:
             pick = int(np.argmin(gaps))
         self._open[pick] = False
         spec, proxies = self._pool[pick]
-        mean = self._means[pick]
-        if self._engine._predicted_feasible(mean):
-            believed = self._normaliser.points([mean])
-            self._believed = np.vstack([self._believed, believed])
-        predicted = {k: float(v) for k, v in mean.items() if k not in proxies}
+        if self._feasible[pick]:
+            self._believed = np.vstack([self._believed, self._points[pick]])
+        predicted = {k: float(v) for k, v in self._means[pick].items() if k not in proxies}
         return Candidate(spec, self._engine.told, proxies, predicted=predicted)

@@ -516,6 +516,27 @@ def test_an_unknown_surrogate_is_refused_with_the_allowed_ones() -> None:
         make_steady(surrogate="forest")
 
 
+@pytest.mark.parametrize("surrogate", ["cost_model", "residual_gp"])
+def test_a_candidate_under_way_holds_the_gap_it_was_sent_for(surrogate: str) -> None:
+    """The next proposal screens against a frontier where the candidate still being measured
+    stands at the optimistic prediction it was picked for, not at its mean: otherwise the
+    part of its gap between the two draws the next agent to the same place."""
+    engine = make_steady(mid_space(), surrogate=surrogate, max_evaluations=100)
+    while engine.told < 30:
+        (done,) = engine.ask(1)
+        engine.tell(done.arch_id, measure(done.spec))
+    (under_way,) = engine.ask(1)
+    models, normaliser = engine._fit_models(), engine._normaliser()
+    pair = [(under_way.spec, under_way.proxies)]
+    hoped = normaliser.points(engine._predict(models, pair, optimistic=True))[0]
+    mean = normaliser.points(engine._predict(models, pair))[0]
+    # the proxy is known; optimism moves the two objectives the measurement tells
+    assert (hoped <= mean).all() and (hoped < mean).sum() == 2
+    believed = engine._believed_points(models, normaliser, [])
+    assert any(np.allclose(p, hoped) for p in believed)
+    assert not any(np.allclose(p, mean) for p in believed)
+
+
 # -- screening pays: hypervolume against LTS -------------------------------------------------
 def extreme_normaliser(space: GPT2Space) -> Normaliser:
     """Ideal and reference from the space's extremes and the synthetic hardware's noise
