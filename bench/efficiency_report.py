@@ -77,6 +77,18 @@ def report(
     return lines, summary
 
 
+def reuse_lines(args: argparse.Namespace) -> list[str]:
+    """Which strategies' curves `--reuse` took from a saved run, not run at this commit."""
+    reuse = getattr(args, "reuse", None)
+    if not reuse:
+        return []
+    path, names = reuse[0], ", ".join(reuse[1:])
+    return [
+        "",
+        f"Curves of {names} reused from {path} (the same seeds, agents, space and budgets).",
+    ]
+
+
 def setup_lines(
     args: argparse.Namespace, space: GPT2Space, normaliser: Normaliser, command: str
 ) -> list[str]:
@@ -86,6 +98,7 @@ def setup_lines(
     at = commit()
     lines = [
         f"Command: `{command}`" + (f" at commit {at}" if at else ""),
+        *reuse_lines(args),
         "",
         f"Device: replayed from {shown(args.table)} ({args.seeds} seeds, "
         + (

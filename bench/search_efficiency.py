@@ -33,7 +33,10 @@ peer, and PASS/FAIL for the targets; `--json` writes every curve.
 
 `--space` overrides settings of the table's space (the replay interpolates any member).
 `--report-from RUN.json` prints the report of a run saved by `--json` again, without running
-it (given that run's other options).
+it (given that run's other options). `--reuse RUN.json` takes the curves of the strategies
+given with it from a saved run of the same seeds, agents, space and budgets instead of
+running them again (a change to one strategy need not re-run the GP's hour); the report and
+`--json` say which were reused, from where.
 
 The script is this command line; its parts: bench.normalisation (objectives, scorer, fixed
 normalisation), bench.strategy_runs (one search per strategy), bench.curve (the hypervolume
@@ -104,6 +107,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="print the report of a run saved by --json (give that run's other options)",
     )
     parser.add_argument(
+        "--reuse",
+        nargs="+",
+        metavar="RUN.json [STRATEGY ...]",
+        help="a run saved by --json, then the strategies whose curves to take from it",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help=f"smoke-test defaults instead: {QUICK}"
     )
     args = parser.parse_args(argv)
@@ -112,7 +121,45 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.strategies = without_missing(args.strategies, lambda s: print(s, file=sys.stderr))
     if args.budget_peers is None:
         args.budget_peers = args.budget_lts
+    if args.reuse is not None and len(args.reuse) < 2:
+        parser.error("--reuse: give a saved run, then at least one of its strategies")
     return args
+
+
+def reused_runs(args: argparse.Namespace, space: GPT2Space) -> dict[str, list[dict]]:
+    """`--reuse`'s curves, after checking that the saved run ran them as this one would."""
+    if args.reuse is None:
+        return {}
+    path, names = Path(args.reuse[0]), args.reuse[1:]
+    saved = json.loads(path.read_text())
+    same = {
+        "seeds": (saved["seeds"], args.seeds),
+        "agents": (saved["agents"], args.agents),
+        "space": (saved["space"], space.to_dict()),
+    }
+    for name in names:
+        if name not in args.strategies or name not in saved["results"]:
+            raise SystemExit(
+                f"--reuse: {name} is not both in --strategies and in {path}'s runs "
+                f"({', '.join(saved['results'])})"
+            )
+        same[f"budget of {name}"] = (saved["budgets"][name], budgets(args)[name])
+    for what, (theirs, ours) in same.items():
+        if theirs != ours:
+            raise SystemExit(f"--reuse: {path} has {what} {theirs}, this run {ours}")
+    return {name: saved["results"][name] for name in names}
+
+
+def reused(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Which curves came from another run, and from where (None: all were run here)."""
+    if args.reuse is None:
+        return None
+    saved = json.loads(Path(args.reuse[0]).read_text())
+    return {
+        "from": shown(Path(args.reuse[0])),
+        "command": saved["command"],
+        "strategies": args.reuse[1:],
+    }
 
 
 def budgets(args: argparse.Namespace) -> dict[str, int]:
@@ -135,8 +182,11 @@ def run_all(
     normaliser: Normaliser,
     log: Callable[[str], None],
 ) -> dict[str, list[dict]]:
-    results: dict[str, list[dict]] = {}
+    results = reused_runs(args, space)
     for strategy in args.strategies:
+        if strategy in results:
+            log(f"{strategy}: {len(results[strategy])} runs reused from {args.reuse[0]}")
+            continue
         budget = budgets(args)[strategy]
         results[strategy] = []
         for seed in range(args.seeds):
@@ -165,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         command, wall_s, results = saved["command"], saved["wall_s"], saved["results"]
     else:
         results = run_all(args, space, replay, normaliser, lambda s: print(s, file=sys.stderr))
+        results = {name: results[name] for name in args.strategies}  # in the order asked
         wall_s = time.perf_counter() - started
     lines, summary = report(args, replay, space, results, normaliser, command, wall_s)
     print("\n".join(lines))
@@ -178,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             "space": space.to_dict(),
             "normaliser": normaliser.to_dict(),
             "checkpoints": list(CHECKPOINTS),
+            "reused": reused(args),
             "wall_s": wall_s,
             "summary": summary,
             "report": lines,

@@ -210,6 +210,47 @@ def test_a_saved_run_is_reported_again_without_running(
     assert capsys.readouterr().out.splitlines() == payload["report"]
 
 
+def test_reused_curves_are_taken_from_the_saved_run_and_the_rest_run_again(
+    quick: tuple[dict, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload, path = quick
+    out = tmp_path / "again.json"
+    argv = ["--quick", "--strategies", "lts", "hwnas", "optuna-gp", "--json", str(out)]
+    assert se.main([*argv, "--reuse", path, "optuna-gp", "lts"]) == 0
+    again = json.loads(out.read_text())
+    assert list(again["results"]) == ["lts", "hwnas", "optuna-gp"]  # in the order asked
+    assert again["results"]["optuna-gp"] == payload["results"]["optuna-gp"]
+    assert again["results"]["lts"] == payload["results"]["lts"]
+    # hwnas ran again: the same seeds and code give the same curve, in a new run's time
+    assert [r["hv"] for r in again["results"]["hwnas"]] == [
+        r["hv"] for r in payload["results"]["hwnas"]
+    ]
+    assert again["results"]["hwnas"][0]["wall_s"] != payload["results"]["hwnas"][0]["wall_s"]
+    assert again["reused"] == {
+        "from": path,
+        "command": payload["command"],
+        "strategies": ["optuna-gp", "lts"],
+    }
+    assert f"Curves of optuna-gp, lts reused from {path}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--seeds", "3"], "has seeds 2, this run 3"),
+        (["--agents", "4"], "has agents 1, this run 4"),
+        (["--budget-gp", "13"], "has budget of optuna-gp 12, this run 13"),
+        (["--strategies", "hwnas"], "optuna-gp is not both in --strategies and in"),
+    ],
+)
+def test_a_saved_run_that_ran_otherwise_is_not_reused(
+    quick: tuple[dict, str], extra: list[str], message: str
+) -> None:
+    _, path = quick
+    with pytest.raises(SystemExit, match=message):
+        se.main(["--quick", *extra, "--reuse", path, "optuna-gp"])
+
+
 def test_device_seconds_to_the_peers_hypervolume_are_compared_seed_by_seed() -> None:
     peer = [{"hv": [0.3] * 60, "device_s": [float(i + 1) for i in range(60)]}] * 2
     fast = {"hv": [0.1, 0.3, 0.5], "device_s": [10.0, 20.0, 30.0]}  # 20 s of the peer's 60
