@@ -127,7 +127,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def reused_runs(args: argparse.Namespace, space: GPT2Space) -> dict[str, list[dict]]:
-    """`--reuse`'s curves, after checking that the saved run ran them as this one would."""
+    """`--reuse`'s curves, after checking that the saved run ran them as this one would; where
+    they came from is kept in `args.reused` for the JSON (None: all were run here)."""
+    args.reused = None
     if args.reuse is None:
         return {}
     path, names = Path(args.reuse[0]), args.reuse[1:]
@@ -147,19 +149,8 @@ def reused_runs(args: argparse.Namespace, space: GPT2Space) -> dict[str, list[di
     for what, (theirs, ours) in same.items():
         if theirs != ours:
             raise SystemExit(f"--reuse: {path} has {what} {theirs}, this run {ours}")
+    args.reused = {"from": shown(path), "command": saved["command"], "strategies": names}
     return {name: saved["results"][name] for name in names}
-
-
-def reused(args: argparse.Namespace) -> dict[str, Any] | None:
-    """Which curves came from another run, and from where (None: all were run here)."""
-    if args.reuse is None:
-        return None
-    saved = json.loads(Path(args.reuse[0]).read_text())
-    return {
-        "from": shown(Path(args.reuse[0])),
-        "command": saved["command"],
-        "strategies": args.reuse[1:],
-    }
 
 
 def budgets(args: argparse.Namespace) -> dict[str, int]:
@@ -229,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             "space": space.to_dict(),
             "normaliser": normaliser.to_dict(),
             "checkpoints": list(CHECKPOINTS),
-            "reused": reused(args),
+            "reused": getattr(args, "reused", None),
             "wall_s": wall_s,
             "summary": summary,
             "report": lines,
