@@ -32,7 +32,7 @@ from proxies.params import decoder_params, total_params
 from search import PENDING, LTSEngine
 from search.hypervolume import Normaliser, hypervolume
 from search.records import Candidate
-from search.strategies.hwnas import SteadyStateEngine, round_size
+from search.strategies.hwnas import SteadyStateEngine, round_size, screening_pool
 
 INITIAL = SMALL_POPULATION.initial  # 12
 
@@ -535,6 +535,33 @@ def test_a_candidate_under_way_holds_the_gap_it_was_sent_for(surrogate: str) -> 
     believed = engine._believed_points(models, normaliser, [])
     assert any(np.allclose(p, hoped) for p in believed)
     assert not any(np.allclose(p, mean) for p in believed)
+
+
+def test_a_large_fleet_screens_fewer_offspring_per_proposal() -> None:
+    """Up to 4 agents, each proposal breeds the whole pool; beyond, it shrinks in proportion to
+    no less than 256 (or the pool asked for, if smaller), so a proposal's CPU, which the server
+    spends once per result, does not grow with the fleet's results per second."""
+    assert [screening_pool(1024, s) for s in (1, 4, 8, 16, 1000)] == [1024, 1024, 512, 256, 256]
+    assert screening_pool(32, 1000) == 32
+    bred: dict[int, float] = {}
+    for slots in (1, 16):
+        engine = make_steady(mid_space(), pool_size=1024, max_evaluations=100)
+        while engine.told < INITIAL:
+            for done in engine.ask(INITIAL):
+                engine.tell(done.arch_id, measure(done.spec))
+        admit, calls = engine._admit, []
+
+        def counted(spec: GPT2Spec, admit: Any = admit, calls: list[int] = calls) -> Any:
+            calls.append(1)
+            return admit(spec)
+
+        engine._admit = counted  # type: ignore[method-assign]
+        proposed = engine.ask(slots)
+        assert len(proposed) == slots
+        bred[slots] = len(calls) / slots
+    # dedupe and inadmissible offspring make the counts a little lower than the sizes
+    assert 900 <= bred[1] <= 1024
+    assert 200 <= bred[16] <= 256
 
 
 # -- screening pays: hypervolume against LTS -------------------------------------------------
