@@ -21,7 +21,8 @@ to move the frontier:
   Candidates still being measured count at the optimistic predictions they were sent for,
   so that the gap each was sent to fill counts as filled and parallel slots do not all chase
   it (at their predicted means, 4 agents needed a median 72 measurements to 99% of LTS's
-  3,000 on the replay over 12 seeds, 60.5 this way, and 1 agent 58; docs/benchmarks.md).
+  3,000 on the replay over 12 seeds, 60.5 this way, and 1 agent 58, with pools of 256;
+  docs/benchmarks.md).
   Each proposal carries its predictions so the service can report the models' error.
 - **Parents by hypervolume contribution.** Frontier members that hold more of the dominated
   volume are bred more often; every member keeps a small chance.
