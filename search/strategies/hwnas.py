@@ -67,9 +67,9 @@ class SteadyStateEngine(Engine):
     `population.initial` random samples start it; afterwards each proposal screens up to
     `pool_size` offspring (fewer for a large fleet: `screening_pool`; `random_share` of them
     fresh samples) with the `surrogate` models, optimistic by `optimism` deviations of their
-    residual. Parents are drawn by
-    hypervolume contribution, with `parent_floor` of the weight spread evenly over the
-    frontier (1: uniform). Mutation and crossover use the population's probabilities.
+    residual. Parents are drawn by hypervolume contribution, with `parent_floor` of the weight
+    spread evenly over the frontier (1: uniform). Mutation and crossover use the population's
+    probabilities.
     """
 
     strategy = "hwnas"
