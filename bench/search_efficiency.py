@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             "space": space.to_dict(),
             "normaliser": normaliser.to_dict(),
             "checkpoints": list(CHECKPOINTS),
-            "reused": getattr(args, "reused", None),
+            "reused": args.reused,
             "wall_s": wall_s,
             "summary": summary,
             "report": lines,
