@@ -52,9 +52,10 @@ from bench.markdown_table import table
 from bench.normalisation import extremes, normaliser_for, score
 from bench.replay import DeviceReplay
 from bench.script import command_line, write_json
-from bench.strategy_runs import PEERS, Steer, make_engine, peer_search, without_missing
+from bench.strategy_runs import HWNAS, PEERS, Steer, make_engine, peer_search, without_missing
 from search.hypervolume import Normaliser, hypervolume
 from search.pareto import non_dominated_mask
+from search.records import DEVICE_SECONDS
 
 CONTENDERS = ("hwnas", "lts", *PEERS)
 # The issue's space: GPT-2 with n_layer 2-6, d_model 128-512, d_inner 256-2048; per-layer
@@ -88,8 +89,16 @@ def agent_path(settings: MeasurementSettings) -> Measure:
     return measure
 
 
-def search(contender: str, space: GPT2Space, seed: int, budget: int, measure: Measure) -> dict:
-    """One contender's search: what it measured, in order, with the values and the seconds."""
+def search(
+    contender: str,
+    space: GPT2Space,
+    seed: int,
+    budget: int,
+    measure: Measure,
+    hwnas_variant: str = "hwnas",
+) -> dict:
+    """One contender's search: what it measured, in order, with the values and the seconds;
+    contender `hwnas` runs with the settings of `hwnas_variant` (bench.strategy_runs.HWNAS)."""
     started = time.perf_counter()
 
     def timed(spec: GPT2Spec) -> dict[str, float]:  # and when, from the search's start
@@ -101,7 +110,8 @@ def search(contender: str, space: GPT2Space, seed: int, budget: int, measure: Me
         run = peer_search(contender, space, timed, seed, budget)
         measured, repeats = run.measured, run.repeats
     else:
-        engine = make_engine(contender, space, seed, budget)
+        variant = hwnas_variant if contender == "hwnas" else contender
+        engine = make_engine(variant, space, seed, budget)
         steer = None
         if contender == "hwnas":  # steered as the server steers a search of this space
             steer = Steer(SearchCreate(strategy="hwnas", space=space.to_dict(), seed=seed))
@@ -109,7 +119,7 @@ def search(contender: str, space: GPT2Space, seed: int, budget: int, measure: Me
             for candidate in batch:
                 got = timed(candidate.spec)
                 told = {"latency_ms": got["latency_ms"], "memory_mb": got["memory_mb"]}
-                engine.tell(candidate.arch_id, told)
+                engine.tell(candidate.arch_id, {**told, DEVICE_SECONDS: got["device_s"]})
                 measured.append((candidate.spec, {**candidate.proxies, **got}))
                 if steer is not None:
                     steer.told(engine, {**candidate.proxies, **told})
@@ -404,6 +414,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--space", type=json.loads, default=ISSUE_SPACE, help="overrides of the table's space"
     )
     parser.add_argument("--reference-every", type=int, default=10)
+    parser.add_argument(
+        "--hwnas-variant",
+        choices=list(HWNAS),
+        default="hwnas",
+        help="the settings contender hwnas runs with (default: its defaults); e.g. "
+        "hwnas-per-second weighs each proposal by its predicted device-seconds",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--merge",
@@ -436,7 +453,7 @@ def run(
         seed_runs = []
         for name in order:
             say(f"seed {seed}: {name} ...")
-            seed_runs.append(search(name, space, seed, args.budget, measure))
+            seed_runs.append(search(name, space, seed, args.budget, measure, args.hwnas_variant))
             say(f"seed {seed}: {name} done in {seed_runs[-1]['wall_s']:.0f} s")
         say(f"seed {seed}: measuring the frontiers again ...")
         again, readings = remeasure(

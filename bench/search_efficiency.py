@@ -14,8 +14,9 @@ normalisation: decoder_params from the space's smallest member (reference) to it
 Strategies: `lts` (LTS Algorithm 1 with the paper's population) at its full budget; `hwnas`
 (steady-state + surrogate screening, its defaults, steered as the server steers it: by its
 own adaptive normalisation, then by the one the server fixes from the first results; the
-benchmark's yardstick is not handed in) and `hwnas-residual-gp` (the same with its cost
-models corrected by a Gaussian process of their residuals) at 20% of it; `nsga2` (pymoo's
+benchmark's yardstick is not handed in), `hwnas-residual-gp` (the same with its cost
+models corrected by a Gaussian process of their residuals) and `hwnas-per-second` (weighing
+each proposal by its predicted device-seconds) at 20% of it; `nsga2` (pymoo's
 NSGA-II, population 100) and the peer `optuna-nsga2` (Optuna's NSGA-II sampler, population
 100) at LTS's budget; the peers `optuna-tpe` (Optuna's default sampler) and `optuna-gp` (its
 Gaussian process sampler), default settings, at their own budgets (a GP trial costs seconds
@@ -60,7 +61,7 @@ from bench.efficiency_tables import CHECKPOINTS
 from bench.normalisation import make_normaliser
 from bench.replay import DEFAULT_TABLE, DeviceReplay
 from bench.script import command_line, fill_preset, shown, write_json
-from bench.strategy_runs import STRATEGIES, run_one, without_missing
+from bench.strategy_runs import HWNAS, STRATEGIES, run_one, without_missing
 from search.hypervolume import Normaliser
 
 DEFAULTS = {
@@ -156,8 +157,7 @@ def reused_runs(args: argparse.Namespace, space: GPT2Space) -> dict[str, list[di
 def budgets(args: argparse.Namespace) -> dict[str, int]:
     return {
         "lts": args.budget_lts,
-        "hwnas": args.budget_hwnas,
-        "hwnas-residual-gp": args.budget_hwnas,
+        **{variant: args.budget_hwnas for variant in HWNAS},
         "nsga2": args.budget_peers,
         "optuna-nsga2": args.budget_peers,
         "optuna-tpe": args.budget_tpe,

@@ -3,10 +3,11 @@ agent), recorded as a hypervolume curve under the fixed normalisation (bench.nor
 `lts` (LTS Algorithm 1 with the paper's population), `hwnas` (steady-state + surrogate
 screening, with its defaults and steered as the server steers it: nothing of the benchmark's
 yardstick handed in), `hwnas-residual-gp` (the same with surrogate "residual_gp": the cost
-models corrected by a Gaussian process of their residuals), `nsga2` (pymoo's NSGA-II) and
-the peers `optuna-nsga2`, `optuna-tpe` and `optuna-gp` (Optuna's samplers as their users
-write them, bench.peers.optuna_peer) and `archai` (Archai 1.0.0's EvolutionParetoSearch,
-an optional extra: bench.peers.archai_peer)."""
+models corrected by a Gaussian process of their residuals), `hwnas-per-second` (the same
+weighing each proposal by its predicted device-seconds: value_per "device_second"),
+`nsga2` (pymoo's NSGA-II) and the peers `optuna-nsga2`, `optuna-tpe` and `optuna-gp`
+(Optuna's samplers as their users write them, bench.peers.optuna_peer) and `archai`
+(Archai 1.0.0's EvolutionParetoSearch, an optional extra: bench.peers.archai_peer)."""
 
 from __future__ import annotations
 
@@ -27,14 +28,20 @@ from bench.replay import DeviceReplay
 from search.engine import Engine
 from search.hypervolume import Normaliser
 from search.noise import steering_widths
+from search.records import DEVICE_SECONDS
 from search.strategies.hwnas import SteadyStateEngine
 from search.strategies.lts import LTSEngine
 from search.strategies.nsga2 import NSGA2Engine
 from server.services.quality import FIRST_RESULTS, fixed_from_first, initial_normalisation
 
 OPTUNA = {"optuna-nsga2": "nsga2", "optuna-tpe": "tpe", "optuna-gp": "gp"}  # -> sampler
-# hwnas's contenders -> their surrogate (search.strategies.hwnas.SURROGATES)
-HWNAS = {"hwnas": "cost_model", "hwnas-residual-gp": "residual_gp"}
+# hwnas's contenders -> what they change of its defaults (search.strategies.hwnas: SURROGATES,
+# VALUES_PER)
+HWNAS: dict[str, dict[str, str]] = {
+    "hwnas": {},
+    "hwnas-residual-gp": {"surrogate": "residual_gp"},
+    "hwnas-per-second": {"value_per": "device_second"},
+}
 # The general-purpose optimisers hwnas is measured against (issue 22's peers).
 PEERS = (*OPTUNA, "archai")
 STRATEGIES = ("lts", *HWNAS, "nsga2", *PEERS)
@@ -64,7 +71,7 @@ def make_engine(
             space,
             population=population,
             tolerance=TOLERANCE,
-            surrogate=HWNAS[strategy],
+            **HWNAS[strategy],
             **common,
         )
     if strategy == "nsga2":
@@ -106,7 +113,7 @@ def run_engine(
             return rounds
         candidate, got = in_flight.finish()
         told = {"latency_ms": got.latency_ms, "memory_mb": got.memory_mb}
-        engine.tell(candidate.arch_id, told)
+        engine.tell(candidate.arch_id, {**told, DEVICE_SECONDS: got.wall_s})
         curve.add({**candidate.proxies, **told}, got.wall_s, got.from_table)
         if steer is not None:
             steer.told(engine, {**candidate.proxies, **told})

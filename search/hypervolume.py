@@ -157,10 +157,12 @@ def best_improvement(
     candidates: ArrayLike,
     eligible: ArrayLike | None = None,
     upper: NDArray[np.float64] | None = None,
+    cost: ArrayLike | None = None,
 ) -> tuple[int, float, NDArray[np.float64]]:
     """The eligible candidate that would add the most hypervolume to `front` on its own, what
     it adds, and bounds for the next call: the first largest of `improvements` over the
-    eligible ones, or (-1, 0.0) when none adds any.
+    eligible ones, or (-1, 0.0) when none adds any. With `cost` (positive, one per candidate),
+    the one that adds the most per unit of its cost.
 
     Only the candidates that might beat the best found so far are measured: a candidate adds
     at most its box less the part of it that a few front points cover (`_cover_bounds`), and
@@ -183,17 +185,19 @@ def best_improvement(
         return -1, 0.0, bounds
     if upper is None:
         bounds[order] = _cover_bounds(base_pts, cand[order])
+    per = np.ones(len(cand)) if cost is None else np.asarray(cost, dtype=float)
     # Floating point: an added volume may exceed its bound by rounding; this slack keeps any
     # candidate that could tie with the best in the running.
     slack = 1e-9 * bounds + 1e-15
-    best, best_gain = -1, 0.0
-    for i in order[np.argsort(-bounds[order], kind="stable")]:
-        if bounds[i] + slack[i] < best_gain:
+    best, best_gain, best_value = -1, 0.0, 0.0
+    for i in order[np.argsort(-bounds[order] / per[order], kind="stable")]:
+        if (bounds[i] + slack[i]) / per[i] < best_value:
             break  # the bounds only fall from here
         gain = added_volume(base_pts, cand[i])
         bounds[i] = gain
-        if gain > best_gain or (gain == best_gain and gain > 0 and i < best):
-            best, best_gain = int(i), gain
+        value = gain / per[i]
+        if value > best_value or (value == best_value and value > 0 and i < best):
+            best, best_gain, best_value = int(i), gain, value
     return best, best_gain, bounds
 
 

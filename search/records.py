@@ -25,6 +25,10 @@ class PendingType:
 
 PENDING: Final = PendingType()
 
+# A told measurement may carry this metric besides the objectives: the agent's seconds for
+# it (build, warm-up and timing), which a strategy may use as what a measurement costs.
+DEVICE_SECONDS: Final = "device_s"
+
 # A proposal's outcome as persisted: the told values, None (failed) or PENDING.
 Outcome = Mapping[str, float] | None | PendingType
 

@@ -80,6 +80,10 @@ HWNAS_INITIAL = 10
 # process on top of the cost models was level with the plain cost models on the replay
 # benchmark, not ahead (docs/benchmarks.md, issue 22), so the plain ones stay the default.
 HWNAS_SURROGATE = "cost_model"
+# What hwnas weighs a proposal's predicted added volume against (search.strategies.hwnas.
+# VALUES_PER): nothing, or the device-seconds its measurement is predicted to take. Weighing
+# them did not make its measurements cheaper on real CPU (docs/benchmarks.md, issue 22).
+HWNAS_VALUE_PER = "measurement"
 DEFAULT_BASELINE_LAYERS = tuple(range(1, 17))  # LTS: homogeneous layers in [1, 16]
 
 
@@ -150,6 +154,14 @@ class SearchCreate(Strict):
         "models of latency and memory on analytic counts, optimistic by one typical residual; "
         "residual_gp: those corrected by a Gaussian process of their residuals, optimistic by "
         f"each candidate's own uncertainty (default {HWNAS_SURROGATE})",
+    )
+    value_per: Literal["measurement", "device_second"] | None = Field(
+        None,
+        description="hwnas only: what a proposal's predicted added hypervolume is weighed "
+        "against. device_second: the seconds its measurement is predicted to take on the "
+        "agents (a model of the seconds told so far; larger models take longer to time), so "
+        "a cheap candidate that adds nearly as much goes first; measurement: every "
+        f"measurement alike (default {HWNAS_VALUE_PER})",
     )
     layers: list[int] | None = Field(
         None,
@@ -270,6 +282,10 @@ class SearchCreate(Strict):
             self.surrogate = HWNAS_SURROGATE
         if self.strategy != "hwnas" and self.surrogate is not None:
             raise ValueError("surrogate: only for strategy 'hwnas'")
+        if self.strategy == "hwnas" and self.value_per is None:
+            self.value_per = HWNAS_VALUE_PER
+        if self.strategy != "hwnas" and self.value_per is not None:
+            raise ValueError("value_per: only for strategy 'hwnas'")
         if self.strategy == "nsga2" and self.population.initial < 2:
             raise ValueError("population.initial: NSGA-II needs a population of at least 2")
         if self.strategy != "layer_scaled":

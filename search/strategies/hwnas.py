@@ -15,7 +15,9 @@ to move the frontier:
   on all results so far, corrected by a Gaussian process of its residuals
   (`search.residual.ResidualModel`, surrogate "residual_gp"), and sends only the offspring
   whose optimistic prediction (`optimism` posterior deviations of that candidate better than
-  the mean) adds the most hypervolume to the measured frontier. Surrogate "cost_model" is
+  the mean) adds the most hypervolume to the measured frontier (or the most per device-second
+  its measurement is predicted to take, with `value_per` "device_second"; a `CostModel` of
+  the seconds measurements told). Surrogate "cost_model" is
   the plain cost model, optimistic by its one typical residual everywhere; "residual_gp"
   falls back on it, and says why (`take_fallbacks`), when the residuals cannot be fitted.
   Candidates still being measured count at the optimistic predictions they were sent for,
@@ -47,7 +49,7 @@ from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec
 from search.engine import Engine
 from search.hypervolume import Normaliser, best_improvement, contributions, epsilon_gaps
-from search.records import Candidate
+from search.records import DEVICE_SECONDS, Candidate
 from search.surrogate import CostModel, analytic_features
 
 if TYPE_CHECKING:
@@ -58,6 +60,12 @@ _MARGIN = 0.1  # the adaptive reference lies this share of each objective's rang
 # Gaussian process of their residuals. The plain ones stay the default: the corrected ones
 # were level with them on the replay benchmark, not ahead (docs/benchmarks.md, issue 22).
 SURROGATES = ("cost_model", "residual_gp")
+# What a proposal's predicted added volume is weighed against (`value_per`): nothing (every
+# measurement alike), or the device-seconds its measurement is predicted to take, by a
+# `CostModel` of the told `DEVICE_SECONDS`; larger models take longer to time. Per
+# measurement stays the default: on real CPU the weighing did not make hwnas's measurements
+# cheaper (docs/benchmarks.md, "Value per device-second").
+VALUES_PER = ("measurement", "device_second")
 Model = Union[CostModel, "ResidualModel"]
 
 
@@ -69,7 +77,9 @@ class SteadyStateEngine(Engine):
     fresh samples) with the `surrogate` models, optimistic by `optimism` deviations of their
     residual. Parents are drawn by hypervolume contribution, with `parent_floor` of the weight
     spread evenly over the frontier (1: uniform). Mutation and crossover use the population's
-    probabilities.
+    probabilities. `value_per` "device_second" weighs each offspring's added volume against
+    its predicted device-seconds once enough results told theirs (`DEVICE_SECONDS`);
+    "measurement" weighs every measurement alike.
     """
 
     strategy = "hwnas"
@@ -84,11 +94,15 @@ class SteadyStateEngine(Engine):
         parent_floor: float = 0.05,
         normaliser: Normaliser | None = None,
         surrogate: str = "cost_model",
+        value_per: str = "measurement",
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         if surrogate not in SURROGATES:
             raise InvalidSpec("surrogate", f"must be one of {', '.join(SURROGATES)}")
+        if value_per not in VALUES_PER:
+            raise InvalidSpec("value_per", f"must be one of {', '.join(VALUES_PER)}")
+        self._value_per = value_per
         self._surrogate = surrogate
         self._fallback: str | None = None  # the last round's, so that a lasting one is said once
         self._fixed_normaliser = normaliser
@@ -182,7 +196,8 @@ class SteadyStateEngine(Engine):
         means = self._predict(models, pool)
         hopeful = self._predict(models, pool, optimistic=True)
         feasible = np.array([self._predicted_feasible(h) for h in hopeful])
-        return _SharedPool(self, pool, means, normaliser.points(hopeful), feasible, believed)
+        points = normaliser.points(hopeful)
+        return _SharedPool(self, pool, means, points, feasible, believed, self._costs(pool))
 
     def _offspring(
         self, rng: random.Random, taken: set[str], normaliser: Normaliser, size: int
@@ -252,6 +267,22 @@ class SteadyStateEngine(Engine):
             return dict(plain)
         self._fallback = None
         return dict(corrected)
+
+    def _costs(self, pool: list[tuple[ArchSpec, dict[str, float]]]) -> NDArray[np.float64] | None:
+        """Each offspring's predicted device-seconds, when proposals weigh them (`value_per`)
+        and enough measurements told theirs; else None (every measurement alike)."""
+        if self._value_per == "measurement":
+            return None
+        timed = [
+            (c, told[DEVICE_SECONDS])
+            for c, told in self.measured()
+            if told.get(DEVICE_SECONDS, 0.0) > 0  # a reused measurement cost nothing here
+        ]
+        rows = [analytic_features(c.spec, c.proxies) for c, _ in timed]
+        if not rows or len(rows) < len(rows[0]) + 3:
+            return None
+        model = CostModel(rows, [seconds for _, seconds in timed])
+        return model.predict([analytic_features(spec, proxies) for spec, proxies in pool])
 
     def _fall_back(self, error: str) -> None:
         reason = f"residual model not fitted ({error}); screening with the plain cost models"
@@ -350,7 +381,8 @@ def round_size(slots: int) -> int:
 
 class _SharedPool:
     """A bred and predicted pool that candidates are picked from one at a time: each pick the
-    one whose optimistic prediction adds the most hypervolume to the believed frontier, which
+    one whose optimistic prediction adds the most hypervolume to the believed frontier (per
+    predicted device-second, with `costs`), which
     then holds the pick at that prediction (so that a round does not pile onto one gap);
     when none is predicted to add any, the feasible one closest to the frontier."""
 
@@ -362,9 +394,11 @@ class _SharedPool:
         points: NDArray[np.float64],
         feasible: NDArray[np.bool_],
         believed: NDArray[np.float64],
+        costs: NDArray[np.float64] | None = None,
     ) -> None:
         self._engine, self._pool, self._means = engine, pool, means
         self._points, self._feasible, self._believed = points, feasible, believed
+        self._costs = costs
         self._open = np.ones(len(pool), dtype=bool)
         self._upper: NDArray[np.float64] | None = None
 
@@ -377,7 +411,7 @@ class _SharedPool:
             return None
         eligible = open_ & self._feasible
         pick, gain, self._upper = best_improvement(
-            self._believed, self._points, eligible, self._upper
+            self._believed, self._points, eligible, self._upper, self._costs
         )
         if gain <= 0:  # nothing predicted to add volume: the one closest to the frontier
             gaps = epsilon_gaps(self._believed, self._points)

@@ -19,7 +19,7 @@ from search.engine import Engine
 from search.errors import InvalidHistory
 from search.hypervolume import Normaliser
 from search.noise import steering_widths
-from search.records import PENDING, Outcome
+from search.records import DEVICE_SECONDS, PENDING, Outcome
 from search.strategies import ENGINES
 from server.services.heap import settle_after
 from server.services.quality import normaliser
@@ -33,11 +33,14 @@ def measured_values(row: CandidateRow) -> dict[str, float] | None:
         return None
     m = row.measurement
     # Low-cost proxies come with the measurement: the agent computed them (agent.proxy_values).
-    return {
+    values = {
         **m.result.get("proxies", {}),
         "latency_ms": m.latency_ms,
         "memory_mb": m.peak_memory_mb,
     }
+    if m.result.get("total_s"):  # what the measurement cost the agent
+        values[DEVICE_SECONDS] = float(m.result["total_s"])
+    return values
 
 
 def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict:
@@ -60,6 +63,7 @@ def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict
         # bench/search_efficiency.py, where hwnas's was level or better.)
         kwargs["tolerance"] = steering_widths(request.measurement.device, request.noise.confidence)
         kwargs["surrogate"] = request.surrogate
+        kwargs["value_per"] = request.value_per
     return kwargs
 
 

@@ -31,8 +31,13 @@ from proxies.flops import flops
 from proxies.params import decoder_params, total_params
 from search import PENDING, LTSEngine
 from search.hypervolume import Normaliser, hypervolume
-from search.records import Candidate
-from search.strategies.hwnas import SteadyStateEngine, round_size, screening_pool
+from search.records import DEVICE_SECONDS, Candidate
+from search.strategies.hwnas import (
+    VALUES_PER,
+    SteadyStateEngine,
+    round_size,
+    screening_pool,
+)
 
 INITIAL = SMALL_POPULATION.initial  # 12
 
@@ -535,6 +540,52 @@ def test_a_candidate_under_way_holds_the_gap_it_was_sent_for(surrogate: str) -> 
     believed = engine._believed_points(models, normaliser, [])
     assert any(np.allclose(p, hoped) for p in believed)
     assert not any(np.allclose(p, mean) for p in believed)
+
+
+def test_an_unknown_value_per_is_refused_with_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match="value_per: must be one of measurement, device_second"):
+        make_steady(value_per="hour")
+
+
+def timed(spec: GPT2Spec) -> dict[str, float]:
+    """A measurement that tells its cost: a fixed build and timing base plus time that grows
+    with the model's latency, as the agent's own measurements do on a CPU."""
+    values = measure(spec)
+    return {**values, DEVICE_SECONDS: 2.0 + 0.1 * values["latency_ms"]}
+
+
+def test_proposals_weigh_added_volume_against_predicted_device_seconds() -> None:
+    """With value_per "device_second" the engine models the seconds measurements told and
+    prefers, among offspring that add volume, the ones cheap to measure; with "measurement"
+    (or before any measurement told its seconds) it weighs every one alike."""
+    picked: dict[str, list[float]] = {}
+    for value_per in VALUES_PER:
+        engine = make_steady(mid_space(), value_per=value_per, max_evaluations=60)
+        cost: list[float] = []
+        while not engine.finished:
+            (candidate,) = engine.ask(1)
+            got = timed(candidate.spec)
+            engine.tell(candidate.arch_id, got)
+            if candidate.predicted is not None:
+                cost.append(got[DEVICE_SECONDS])
+        picked[value_per] = cost
+        pool = [(c.spec, c.proxies) for c in engine.candidates()]
+        predicted = engine._costs(pool)
+        if value_per == "measurement":
+            assert predicted is None
+            continue
+        assert predicted is not None
+        told = [timed(spec)[DEVICE_SECONDS] for spec, _ in pool]
+        assert np.corrcoef(predicted, told)[0, 1] > 0.95
+    # the screened proposals cost less, in sum, when their seconds count
+    assert sum(picked["device_second"]) < 0.9 * sum(picked["measurement"])
+
+
+def test_without_told_device_seconds_proposals_weigh_every_measurement_alike() -> None:
+    plain = make_steady(mid_space(), value_per="measurement", max_evaluations=40)
+    weighed = make_steady(mid_space(), value_per="device_second", max_evaluations=40)
+    assert ids(flat(drive_async(plain, slots=1))) == ids(flat(drive_async(weighed, slots=1)))
+    assert weighed._costs([(c.spec, c.proxies) for c in weighed.candidates()]) is None
 
 
 def test_a_large_fleet_screens_fewer_offspring_per_proposal() -> None:

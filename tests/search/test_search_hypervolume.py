@@ -178,6 +178,28 @@ def test_the_best_improvement_is_the_first_largest_of_the_eligible(k: int) -> No
     assert index == 1 and gain == pytest.approx(0.8**k)  # no front: the larger box
 
 
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_with_costs_the_best_improvement_is_the_largest_per_unit_of_cost(k: int) -> None:
+    rng = np.random.default_rng(50 + k)
+    for trial in range(30):
+        front = mutually_non_dominated(rng, int(rng.integers(1, 120)), k)
+        candidates = rng.uniform(-0.05, 1.05, size=(int(rng.integers(2, 200)), k))
+        eligible = rng.random(len(candidates)) < 0.8
+        cost = rng.uniform(0.5, 8.0, size=len(candidates))
+        gains = improvements(front, candidates)
+        value = np.where(eligible, gains / cost, -1.0)
+        index, gain, _ = best_improvement(front, candidates, eligible, cost=cost)
+        if value.max() > 0:
+            assert index == int(np.argmax(value)), trial
+            assert gain == pytest.approx(gains[index], abs=1e-15)
+        else:
+            assert (index, gain) == (-1, 0.0)
+    # the larger gain loses to the smaller one at a tenth of its cost
+    big, small = [0.2] * k, [0.5] * k
+    assert best_improvement(np.empty((0, k)), [big, small])[0] == 0
+    assert best_improvement(np.empty((0, k)), [big, small], cost=[1.0, 0.1])[0] == 1
+
+
 @pytest.mark.parametrize("k", [2, 3])
 def test_greedy_picks_with_the_last_bounds_are_those_made_afresh(k: int) -> None:
     """Several picks from one pool, each joining the front: the bounds one call returns serve

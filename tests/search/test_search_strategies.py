@@ -7,7 +7,7 @@ import typing
 
 from archvocab.wire import SearchCreate
 from search.strategies import ENGINES
-from search.strategies.hwnas import SURROGATES
+from search.strategies.hwnas import SURROGATES, VALUES_PER
 
 
 def test_the_wire_names_exactly_the_registered_strategies() -> None:
@@ -24,3 +24,8 @@ def test_each_strategy_lives_in_a_module_named_after_it() -> None:
 def test_the_wire_names_exactly_hwnas_surrogates() -> None:
     named, _none = typing.get_args(SearchCreate.model_fields["surrogate"].annotation)
     assert sorted(typing.get_args(named)) == sorted(SURROGATES)
+
+
+def test_the_wire_names_exactly_hwnas_values_per() -> None:
+    named, _none = typing.get_args(SearchCreate.model_fields["value_per"].annotation)
+    assert sorted(typing.get_args(named)) == sorted(VALUES_PER)

@@ -109,6 +109,22 @@ def test_the_surrogate_setting_is_validated(client) -> None:
         assert "surrogate" in response.text and message in response.text
 
 
+def test_the_value_per_setting_is_validated_and_kept(client) -> None:
+    bad = [
+        ({"strategy": "hwnas", "value_per": "hour"}, "'measurement' or 'device_second'"),
+        ({"strategy": "lts", "value_per": "measurement"}, "value_per: only for strategy 'hwnas'"),
+    ]
+    for settings, message in bad:
+        response = client.post("/api/v1/searches", json=search_request(**settings))
+        assert response.status_code == 422
+        assert "value_per" in response.text and message in response.text
+    for asked, kept in ((None, "measurement"), ("device_second", "device_second")):
+        settings = {"strategy": "hwnas"} | ({} if asked is None else {"value_per": asked})
+        created = client.post("/api/v1/searches", json=search_request(**settings))
+        assert created.status_code == 201, created.text
+        assert created.json()["request"]["value_per"] == kept
+
+
 def test_hwnas_reports_its_models_error(client) -> None:
     search = start(client, strategy="hwnas", population={"initial": 10})
     play_agent(client, register(client))
