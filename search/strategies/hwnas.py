@@ -276,7 +276,7 @@ class SteadyStateEngine(Engine):
         timed = [
             (c, told[DEVICE_SECONDS])
             for c, told in self.measured()
-            if told.get(DEVICE_SECONDS, 0.0) > 0  # a reused measurement cost nothing here
+            if told.get(DEVICE_SECONDS, 0.0) > 0  # results that told no seconds teach nothing
         ]
         rows = [analytic_features(c.spec, c.proxies) for c, _ in timed]
         if not rows or len(rows) < len(rows[0]) + 3:
