@@ -40,6 +40,14 @@ return trace.marker.symbol;
 
 
 # The frontier trace's latencies (its y) and error bars above and below, in one plot.
+# The text of one table cell: the row of an arch id, the column of a key.
+TABLE_CELL = """
+const [arch, key] = arguments;
+const headers = [...document.querySelectorAll("#table thead th")];
+const column = headers.findIndex((th) => th.dataset.key === key);
+const row = document.querySelector(`#table tbody tr[data-arch="${arch}"]`);
+return row.children[column].textContent;
+"""
 FRONTIER_BARS = """
 const trace = document.querySelector(arguments[0]).data.find(t => t.name === 'frontier');
 return [trace.y, trace.error_y.array, trace.error_y.arrayminus];
@@ -150,6 +158,11 @@ def test_a_search_page_updates_live_then_shows_the_frontier_and_the_table(servic
     )
     bold = browser.find_elements("css selector", "#table tbody tr.frontier")
     assert {r.get_attribute("data-arch") for r in bold} == {p["arch_id"] for p in pareto}
+    # A re-measured candidate's row shows its best estimate, the value /candidates gives.
+    for c in (c for c in measured if c["measurements"] > 1):
+        for key in ("latency_ms", "memory_mb"):
+            shown = browser.execute_script(TABLE_CELL, c["arch_id"], key)
+            assert float(shown) == pytest.approx(c["objectives"][key], rel=1e-3)
     screenshot(browser, "dashboard-search")
 
     browser.find_element("css selector", "#table th[data-key=latency_ms]").click()

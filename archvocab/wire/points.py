@@ -65,8 +65,9 @@ class SearchPoints(Strict):
     )
     estimates: dict[str, dict[str, float]] = Field(
         default_factory=dict,
-        description="per frontier arch id re-measured: its measured objectives as the "
-        "geometric mean of its quiet measurements (rows hold the first measurement)",
+        description="per re-measured arch id, on the frontier or off it: its measured "
+        "objectives as the geometric mean of its quiet measurements, the values "
+        "/candidates gives (rows hold the first measurement)",
     )
     groups: dict[str, str] = Field(
         default_factory=dict,

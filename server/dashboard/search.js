@@ -104,8 +104,11 @@ function setUp(view, state, points) {
     { key: "on_frontier", label: "frontier", value: (r) => (state.frontier.has(r.arch_id) ? 1 : 0),
       html: (r) => (state.frontier.has(r.arch_id) ? "&#9679;" : "") },
     number(state.proxy, proxy, 4),
-    number("latency_ms", "latency ms", 4),
-    number("memory_mb", "memory MB", 4),
+    // A re-measured result shows its best estimate, as the plots and /candidates do.
+    ...HARDWARE.map((key, i) => ({
+      key, label: ["latency ms", "memory MB"][i],
+      value: (r) => measuredValue(state, r, key), html: (r) => fmt(measuredValue(state, r, key), 4),
+    })),
     { key: "feasible", label: "in bounds", value: (r) => r.feasible,
       html: (r) => (r.feasible === null ? "" : r.feasible ? "yes" : "no") },
     number("generation", "gen"),
@@ -131,6 +134,20 @@ function setUp(view, state, points) {
   };
   view.querySelector("#frontier-only").addEventListener("change", filters);
   view.querySelector("#hide-failed").addEventListener("change", filters);
+}
+
+// A hardware value of result `r`: the mean of its quiet measurements where it was measured
+// again (the server's `estimates`), else its one measurement.
+function measuredValue(state, r, key) {
+  return state.estimates?.[r.arch_id]?.[key] ?? r[key];
+}
+
+// `r` as plotted: at its best estimate, the hover saying so, where it was measured again.
+function atEstimate(state, r) {
+  const estimate = state.estimates?.[r.arch_id];
+  if (!estimate) return r;
+  const mean = `mean of its measurements: latency ${fmt(estimate.latency_ms, 4)} ms, memory ${fmt(estimate.memory_mb, 4)} MB`;
+  return { ...r, ...estimate, hover: `${mean}<br>first: ${r.hover}` };
 }
 
 function asRow(columns, values, proxy) {
@@ -258,13 +275,13 @@ async function renderData(view, state) {
   const nominalOnly = front.length > FRONTIER_DRAWN || state.scope === "nominal";
   const drawn = nominalOnly ? front.filter((r) => state.groups?.[r.arch_id] === r.arch_id) : front;
   const data = {
-    rows: measured,
+    rows: measured.map((r) => atEstimate(state, r)),
     frontierName: nominalOnly ? `nominal frontier (${drawn.length} of ${front.length})` : "frontier",
-    // A re-measured frontier point is drawn at the mean of its measurements.
+    // A re-measured point is drawn at the mean of its measurements (atEstimate).
     frontier: drawn
+      .map((r) => atEstimate(state, r))
       .map((r) => ({
         ...r,
-        ...(state.estimates?.[r.arch_id] || {}),
         certain: state.certain.has(r.arch_id),
         hover: `${state.certain.has(r.arch_id) ? "certain" : "within noise"}<br>${r.hover}`,
       })),

@@ -41,13 +41,15 @@ def search_points(
     token = table.frontier_token
     changed = table.changed_since(frontier_since) if frontier_since else None
     if changed is None:
+        every = list(table.remeasured)
         frontier = table.per_frontier(
-            f"wire-{intervals}", lambda: _frontier_fields(table, table.frontier, intervals)
+            f"wire-{intervals}", lambda: _frontier_fields(table, table.frontier, intervals, every)
         )
     else:
         on = sorted((table.told(a) for a in changed if a in table.uncertainty), key=lambda t: t.seq)
-        frontier = _frontier_fields(table, on, intervals)
-        frontier["left"] = sorted(a for a in changed if a not in table.uncertainty)
+        left = sorted(a for a in changed if a not in table.uncertainty)
+        frontier = _frontier_fields(table, on, intervals, [*(t.arch_id for t in on), *left])
+        frontier["left"] = left
     request = table.request
     proxy = request.proxy_objective
     extra = [] if proxy in BASE_COLUMNS else [proxy]
@@ -102,10 +104,11 @@ def _encode(told: list[Told], extra: list[str], spec: SpecForm) -> bytes:
 
 
 def _frontier_fields(
-    table: ResultTable, members: list[Told], intervals: IntervalScope
+    table: ResultTable, members: list[Told], intervals: IntervalScope, estimated: list[str]
 ) -> dict[str, Any]:
-    """SearchPoints' frontier fields for `members` (in result order); one another result
-    just pushed off (the table moves on while it is read) is left out."""
+    """SearchPoints' frontier fields for `members` (in result order), with the estimates of
+    the re-measured among `estimated` (on the frontier or off it); one another result just
+    pushed off (the table moves on while it is read) is left out."""
     uncertainty = table.uncertainty
     described = [(t.arch_id, u) for t in members if (u := uncertainty.get(t.arch_id))]
     bounded = described if intervals == "all" else [(a, u) for a, u in described if u.group == a]
@@ -114,7 +117,7 @@ def _frontier_fields(
         "intervals": {arch: {m: list(v) for m, v in u.intervals.items()} for arch, u in bounded},
         "groups": {arch: u.group for arch, u in bounded if u.group},
         "certain": [arch for arch, u in described if u.certain],
-        "estimates": {arch: dict(u.values) for arch, u in described if u.measurements > 1},
+        "estimates": table.estimates(estimated),
         "left": [],
     }
 

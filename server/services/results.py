@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -199,6 +199,16 @@ class ResultTable:
     def remeasured(self) -> dict[str, list[tuple[float, float]]]:
         """The quiet re-measurements of each result measured again, by arch id."""
         return self._again
+
+    def estimates(self, arch_ids: Iterable[str]) -> dict[str, dict[str, float]]:
+        """The best estimates of the hardware values of the re-measured among `arch_ids`:
+        only theirs differ from their rows' first measurement."""
+        again = self._again
+        return {
+            arch: dict(u.values)
+            for arch in arch_ids
+            if arch in again and (u := self.describe(arch))
+        }
 
     def crowded(self) -> list[Told]:
         """The frontier's members that share their group with another, in result order."""

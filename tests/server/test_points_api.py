@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+from test_noise_api import QUIET, play_with_references
+
 from archvocab.summary import spec_summary
 from server.services import points
-from tests.factories import play_agent, register, search_request
+from tests.factories import play_agent, register, search_request, synthetic_measurement
 
 
 def _finished(client, **overrides):
@@ -223,3 +226,54 @@ def test_rows_read_from_kept_blocks_are_the_rows(client, monkeypatch):
     assert client.get(url, params={"spec": "summary"}).json() == plain
     full = client.get(url).json()  # the other form is kept apart
     assert [r[-1] for r in plain["rows"]] == [spec_summary(r[-1]) for r in full["rows"]]
+
+
+def _slower(measurement: dict, factor: float) -> dict:
+    """`measurement` with every latency figure `factor` times larger."""
+    latency = measurement["latency"]
+    for key in ("median_ms", "p90_ms", "min_ms", "iqr_ms", "ci_low_ms", "ci_high_ms", "timed_s"):
+        latency[key] *= factor
+    latency["samples_ms"] = [s * factor for s in latency["samples_ms"]]
+    measurement["latency_ms"] *= factor
+    return measurement
+
+
+def test_the_points_give_each_re_measured_result_the_estimate_the_candidates_give(client):
+    """The dashboard's table and plots show a re-measured result at its best estimate, as
+    /candidates does (off the frontier too: tests/server/test_result_table.py)."""
+    request = search_request(
+        objectives=["decoder_params", "latency_ms"],
+        budget={"max_evaluations": 24},
+        noise={"remeasure_share": 0.25, "max_measurements": 3},
+    )
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    agent = register(client)
+    play_with_references(client, agent, QUIET, max_jobs=24)
+    url = f"/api/v1/searches/{search_id}"
+    first = client.get(f"{url}/points").json()
+    state, token = _frontier_state(first), first["frontier_token"]
+    again: list[str] = []
+    while (claimed := client.post(f"/api/v1/agents/{agent}/claim")).status_code == 200:
+        lease = claimed.json()
+        again.append(lease["arch_id"])
+        # The device turns out slower the second time: the mean is not the first value.
+        measurement = _slower(synthetic_measurement(lease["spec"]), 1.2)
+        result = {"agent_id": agent, "lease_id": lease["lease_id"], "measurement": measurement}
+        assert client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=result).is_success
+        # A reader following the changes holds what a whole read gives.
+        answer = client.get(f"{url}/points", params={"frontier_since": token}).json()
+        if answer["frontier_since"] is None:
+            state = _frontier_state(answer)
+        else:
+            _apply(state, answer)
+        token = answer["frontier_token"]
+        assert state == _frontier_state(client.get(f"{url}/points").json())
+    assert client.get(url).json()["status"] == "finished" and again
+    points = client.get(f"{url}/points").json()
+    candidates = {c["arch_id"]: c for c in client.get(f"{url}/candidates").json()}
+    assert set(points["estimates"]) == set(again)
+    for arch_id, estimate in points["estimates"].items():
+        c = candidates[arch_id]
+        assert estimate["latency_ms"] == pytest.approx(c["objectives"]["latency_ms"])
+        assert estimate["memory_mb"] == pytest.approx(c["objectives"]["memory_mb"])
+        assert estimate["latency_ms"] > c["measurement"]["latency_ms"] * 1.05  # the mean

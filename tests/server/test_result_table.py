@@ -322,3 +322,24 @@ def test_re_measurements_go_to_crowded_groups_fewest_measurements_first() -> Non
     assert remeasure.choose(table, max_measurements=1) == []
     if twice.arch_id in chosen:
         assert chosen[-1] == twice.arch_id
+
+
+def test_a_result_re_measured_off_the_frontier_keeps_its_estimate() -> None:
+    rng = random.Random(3)
+    rows = [told(i, rng, reading=i % 10 == 0) for i in range(100)]
+    # Larger than the rest (a larger proxy is better): the fast one is on the frontier until
+    # measured again much slower, when the larger one holds it off beyond noise.
+    fast, large = told(100, rng, reading=False), told(101, rng, reading=False)
+    fast.values.update(decoder_params=2e8, latency_ms=50.0, memory_mb=100.0)
+    large.values.update(decoder_params=2.1e8, latency_ms=60.0, memory_mb=110.0)
+    rows += [fast, large]
+    table = ResultTable(1, REQUEST)
+    table.add(rows)
+    assert fast.arch_id in table.uncertainty
+    assert table.estimates(t.arch_id for t in rows) == {}  # each measured once: its row
+    table.add([], [Again(1, fast.arch_id, 50.0 * 3**2, 100.0 * 1.3**2, False, None, None)])
+    assert fast.arch_id not in table.uncertainty
+    estimates = table.estimates(t.arch_id for t in rows)
+    assert estimates == {fast.arch_id: table.describe(fast.arch_id).values}
+    # the geometric mean of its two measurements
+    assert estimates[fast.arch_id] == pytest.approx({"latency_ms": 150.0, "memory_mb": 130.0})
