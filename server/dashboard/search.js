@@ -96,6 +96,11 @@ function setUp(view, state, points) {
   const number = (key, title, digits) => ({
     key, label: title, value: (r) => r[key], html: (r) => fmt(r[key], digits),
   });
+  // A re-measured result shows its best estimate, as the plots and /candidates do.
+  const hardwareColumn = (key, title) => ({
+    key, label: title, value: (r) => measuredValue(state, r, key),
+    html: (r) => fmt(measuredValue(state, r, key), 4),
+  });
   const columns = [
     number("result", "#"),
     { key: "arch_id", label: "arch id", text: true, value: (r) => r.arch_id,
@@ -104,11 +109,8 @@ function setUp(view, state, points) {
     { key: "on_frontier", label: "frontier", value: (r) => (state.frontier.has(r.arch_id) ? 1 : 0),
       html: (r) => (state.frontier.has(r.arch_id) ? "&#9679;" : "") },
     number(state.proxy, proxy, 4),
-    // A re-measured result shows its best estimate, as the plots and /candidates do.
-    ...HARDWARE.map((key, i) => ({
-      key, label: ["latency ms", "memory MB"][i],
-      value: (r) => measuredValue(state, r, key), html: (r) => fmt(measuredValue(state, r, key), 4),
-    })),
+    hardwareColumn("latency_ms", "latency ms"),
+    hardwareColumn("memory_mb", "memory MB"),
     { key: "feasible", label: "in bounds", value: (r) => r.feasible,
       html: (r) => (r.feasible === null ? "" : r.feasible ? "yes" : "no") },
     number("generation", "gen"),

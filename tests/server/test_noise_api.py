@@ -149,12 +149,17 @@ def test_noise_settings_out_of_range_get_422_naming_the_field_and_range(client):
     assert client.get("/api/v1/searches").json() == []
 
 
-def test_points_the_noise_cannot_separate_are_measured_again_before_the_search_ends(client):
-    request = search_request(
+def remeasuring_request() -> dict:
+    """A 24-candidate search that re-measures up to 6 frontier points, each at most twice."""
+    return search_request(
         objectives=["decoder_params", "latency_ms"],
         budget={"max_evaluations": 24},
         noise={"remeasure_share": 0.25, "max_measurements": 3},
     )
+
+
+def test_points_the_noise_cannot_separate_are_measured_again_before_the_search_ends(client):
+    request = remeasuring_request()
     search_id = client.post("/api/v1/searches", json=request).json()["id"]
     agent = register(client)
     leases = play_with_references(client, agent, QUIET)

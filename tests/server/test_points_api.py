@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_noise_api import QUIET, play_with_references
+from test_noise_api import QUIET, play_with_references, remeasuring_request
 
 from archvocab.summary import spec_summary
 from server.services import points
@@ -241,12 +241,7 @@ def _slower(measurement: dict, factor: float) -> dict:
 def test_the_points_give_each_re_measured_result_the_estimate_the_candidates_give(client):
     """The dashboard's table and plots show a re-measured result at its best estimate, as
     /candidates does (off the frontier too: tests/server/test_result_table.py)."""
-    request = search_request(
-        objectives=["decoder_params", "latency_ms"],
-        budget={"max_evaluations": 24},
-        noise={"remeasure_share": 0.25, "max_measurements": 3},
-    )
-    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    search_id = client.post("/api/v1/searches", json=remeasuring_request()).json()["id"]
     agent = register(client)
     play_with_references(client, agent, QUIET, max_jobs=24)
     url = f"/api/v1/searches/{search_id}"
