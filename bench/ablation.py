@@ -1,7 +1,7 @@
 """Which parts of hwnas's strategy earn their keep: the strategy with one idea removed at a
 time, on the same replayed device and normalisation as `bench/search_efficiency.py`.
 
-Variants (all steady-state, the default random initial design, `HWNAS_INITIAL`):
+Variants (all steady-state, the default initial design of `HWNAS_INITIAL`):
 - `hwnas`: as shipped (screening, optimism of one residual, parents by hypervolume
   contribution, steered by the benchmark's fixed normalisation);
 - `no-screening`: a pool of one offspring, so every bred candidate is measured (plain

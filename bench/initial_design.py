@@ -1,10 +1,12 @@
-"""How large hwnas's random initial design should be: the strategy run as a user runs it
-(its defaults, steered as the server steers it: bench.strategy_runs) with each initial
-design size in turn, on the replayed device, on seeds the default was not chosen on; the
-median hypervolume (the benchmark's fixed normalisation) at a few measurement counts.
+"""How large hwnas's initial design should be, and of what kind: the strategy run as a user
+runs it (its defaults, steered as the server steers it: bench.strategy_runs) with each
+initial design size in turn, and each variant (`hwnas-random-start`: random samples in place
+of the analytic front), on the replayed device; the median hypervolume (the benchmark's
+fixed normalisation) at a few measurement counts.
 
     .venv/bin/python -m bench.initial_design [--initial 8 10 16 32] [--seeds 3 4 5 6 7]
-        [--budget 120] [--space '{"n_layer": {"min": 2, "max": 6}}'] [--json out.json]
+        [--variants hwnas hwnas-random-start] [--budget 120]
+        [--space '{"n_layer": {"min": 2, "max": 6}}'] [--json out.json]
 """
 
 from __future__ import annotations
@@ -22,38 +24,44 @@ from archvocab.wire import HWNAS_INITIAL
 from bench.normalisation import make_normaliser
 from bench.replay import DeviceReplay
 from bench.script import command_line, write_json
-from bench.strategy_runs import run_one
+from bench.strategy_runs import HWNAS, run_one
 
-CHECKPOINTS = (30, 60, 120, 300, 600)
+CHECKPOINTS = (10, 15, 20, 30, 60, 120, 300, 600)
 
 
 def sweep(
-    sizes: list[int], seeds: list[int], budget: int, space_overrides: dict[str, Any]
+    sizes: list[int],
+    seeds: list[int],
+    budget: int,
+    space_overrides: dict[str, Any],
+    variants: list[str],
 ) -> dict[str, Any]:
-    """Per initial design size, per seed: the hypervolume after every measurement."""
+    """Per hwnas variant and initial design size, per seed: the hypervolume after every
+    measurement."""
     replay = DeviceReplay.load()
     space = parse_space({**(replay.space or {}), **space_overrides})
     normaliser = make_normaliser(replay, space)
     curves = {
-        size: {
-            seed: run_one("hwnas", space, replay, normaliser, seed, budget, size)["hv"]
+        f"{variant} {size}": {
+            seed: run_one(variant, space, replay, normaliser, seed, budget, size)["hv"]
             for seed in seeds
         }
+        for variant in variants
         for size in sizes
     }
     return {"space": space.to_dict(), "curves": curves}
 
 
-def table(curves: dict[int, dict[int, list[float]]], budget: int) -> list[str]:
+def table(curves: dict[str, dict[int, list[float]]], budget: int) -> list[str]:
     counts = [n for n in CHECKPOINTS if n <= budget]
     lines = [
-        "| initial design | " + " | ".join(f"{n} measurements" for n in counts) + " |",
+        "| variant, initial design | " + " | ".join(f"{n} measurements" for n in counts) + " |",
         "|---:|" + "---:|" * len(counts),
     ]
-    for size, per_seed in curves.items():
+    for name, per_seed in curves.items():
         cells = [f"{statistics.median(hv[n - 1] for hv in per_seed.values()):.4f}" for n in counts]
-        shipped = " (default)" if size == HWNAS_INITIAL else ""
-        lines.append(f"| {size}{shipped} | " + " | ".join(cells) + " |")
+        shipped = " (default)" if name == f"hwnas {HWNAS_INITIAL}" else ""
+        lines.append(f"| {name}{shipped} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -62,11 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--initial", type=int, nargs="+", default=[8, HWNAS_INITIAL, 16, 32])
     parser.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5, 6, 7])
     parser.add_argument("--budget", type=int, default=120)
+    parser.add_argument(
+        "--variants", nargs="+", choices=list(HWNAS), default=["hwnas"], help="hwnas's, to sweep"
+    )
     parser.add_argument("--space", type=json.loads, default={}, help="JSON overrides")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    result = sweep(args.initial, args.seeds, args.budget, args.space)
+    result = sweep(args.initial, args.seeds, args.budget, args.space, args.variants)
     lines = table(result["curves"], args.budget)
     print(f"seeds {args.seeds}, median hypervolume ({time.perf_counter() - started:.0f} s)")
     print("\n".join(lines))

@@ -37,10 +37,11 @@ from server.services.quality import FIRST_RESULTS, fixed_from_first, initial_nor
 OPTUNA = {"optuna-nsga2": "nsga2", "optuna-tpe": "tpe", "optuna-gp": "gp"}  # -> sampler
 # hwnas's contenders -> what they change of its defaults (search.strategies.hwnas: SURROGATES,
 # VALUES_PER)
-HWNAS: dict[str, dict[str, str]] = {
+HWNAS: dict[str, dict[str, Any]] = {
     "hwnas": {},
     "hwnas-residual-gp": {"surrogate": "residual_gp"},
     "hwnas-per-second": {"value_per": "device_second"},
+    "hwnas-random-start": {"initial_design": "random"},
 }
 # The general-purpose optimisers hwnas is measured against (issue 22's peers).
 PEERS = (*OPTUNA, "archai")
@@ -64,15 +65,18 @@ def make_engine(
     if strategy == "lts":
         return LTSEngine(space, population=Population(), **common)
     if strategy in HWNAS:  # its defaults (SearchCreate's), its own normalisation
-        population = SearchCreate(strategy="hwnas").population
+        request = SearchCreate(strategy="hwnas")
+        population = request.population
         if initial is not None:
             population = population.model_copy(update={"initial": initial})
-        return SteadyStateEngine(
-            space,
-            population=population,
-            tolerance=TOLERANCE,
+        settings = {
+            "surrogate": request.surrogate,
+            "value_per": request.value_per,
+            "initial_design": request.initial_design,
             **HWNAS[strategy],
-            **common,
+        }
+        return SteadyStateEngine(
+            space, population=population, tolerance=TOLERANCE, **settings, **common
         )
     if strategy == "nsga2":
         return NSGA2Engine(space, population=Population(initial=PEER_POPULATION), **common)

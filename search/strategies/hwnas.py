@@ -8,7 +8,10 @@ to move the frontier:
   measurement slots (agents), the moment they are free; a slow or failed agent stalls nothing.
   For a large fleet (40 slots and more) a round waits for a few slots (`round_size`) and
   screens their candidates from one pool, so that proposals keep up with hundreds of agents.
-- **Surrogate screening.** After a small random initial design, each proposal breeds a pool
+- **Surrogate screening.** After a small initial design (`initial_design`: by default the
+  analytic front of a seeded sample, picked by added volume, `search.initial_design`; or
+  random samples),
+  each proposal breeds a pool
   of offspring (mutants and crossovers of frontier parents, plus a few random samples: 1,024
   for up to 4 agents, down to 256 for 16 and more, `screening_pool`),
   predicts every objective the measurement will give with a `CostModel` per objective fitted
@@ -47,8 +50,10 @@ from numpy.typing import NDArray
 
 from archvocab.errors import InvalidSpec
 from archvocab.registry import ArchSpec
+from archvocab.wire import HWNAS_INITIAL_DESIGN
 from search.engine import Engine
 from search.hypervolume import Normaliser, best_improvement, contributions, epsilon_gaps
+from search.initial_design import INITIAL_DESIGNS, analytic_front_design, sample_pool
 from search.records import DEVICE_SECONDS, Candidate
 from search.surrogate import CostModel, analytic_features
 
@@ -72,7 +77,9 @@ Model = Union[CostModel, "ResidualModel"]
 class SteadyStateEngine(Engine):
     """Asynchronous steady-state evolution with surrogate screening (strategy "hwnas").
 
-    `population.initial` random samples start it; afterwards each proposal screens up to
+    `population.initial` candidates of its `initial_design` start it ("analytic_front": from
+    the analytic front of a seeded sample of `pool_size`, by added volume; "random"); afterwards
+    each proposal screens up to
     `pool_size` offspring (fewer for a large fleet: `screening_pool`; `random_share` of them
     fresh samples) with the `surrogate` models, optimistic by `optimism` deviations of their
     residual. Parents are drawn by hypervolume contribution, with `parent_floor` of the weight
@@ -95,9 +102,14 @@ class SteadyStateEngine(Engine):
         normaliser: Normaliser | None = None,
         surrogate: str = "cost_model",
         value_per: str = "measurement",
+        initial_design: str = HWNAS_INITIAL_DESIGN,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if initial_design not in INITIAL_DESIGNS:
+            raise InvalidSpec("initial_design", f"must be one of {', '.join(INITIAL_DESIGNS)}")
+        self._initial_design = initial_design
+        self._design: list[tuple[ArchSpec, dict[str, float]]] | None = None
         if surrogate not in SURROGATES:
             raise InvalidSpec("surrogate", f"must be one of {', '.join(SURROGATES)}")
         if value_per not in VALUES_PER:
@@ -142,7 +154,9 @@ class SteadyStateEngine(Engine):
                 initial_out = self._pending or self.told < self._population.initial
                 if models is None and index >= self._population.initial and initial_out:
                     break  # too few results to model yet: wait for the initial design
-                candidate = self._random_candidate(rng, taken)
+                candidate = self._designed_candidate(index, taken) or self._random_candidate(
+                    rng, taken
+                )
             elif size > 1:  # one pool for the round's screened candidates
                 if shared is None:
                     shared = self._shared_pool(rng, taken, models, batch, pool_size)
@@ -156,6 +170,21 @@ class SteadyStateEngine(Engine):
         if not batch and self._pending:
             return None
         return batch
+
+    def _designed_candidate(self, index: int, taken: set[str]) -> Candidate | None:
+        """The initial design's `index`th candidate (`initial_design` "analytic_front"), or
+        None where the design is random, shorter, or has it measured already."""
+        if self._initial_design == "random" or index >= self._population.initial:
+            return None
+        if self._design is None:  # a function of the seed and space alone: restores agree
+            rng = random.Random(f"hwnas.search.initial_design:{self._seed}")
+            pool = sample_pool(self._space, self._admit, rng, self._pool_size)
+            design = analytic_front_design(pool, self._senses, self._population.initial)
+            self._design = design or []
+        if index >= len(self._design) or self._design[index][0].arch_id in taken:
+            return None
+        spec, proxies = self._design[index]
+        return Candidate(spec, self.told, proxies)
 
     def _random_candidate(self, rng: random.Random, taken: set[str]) -> Candidate | None:
         for _ in range(self._max_attempts):

@@ -64,6 +64,7 @@ def _engine_kwargs(request: SearchCreate, normaliser: Normaliser | None) -> dict
         kwargs["tolerance"] = steering_widths(request.measurement.device, request.noise.confidence)
         kwargs["surrogate"] = request.surrogate
         kwargs["value_per"] = request.value_per
+        kwargs["initial_design"] = request.initial_design
     return kwargs
 
 

@@ -40,6 +40,7 @@ def test_every_strategy_and_seed_ran_to_its_budget(quick: tuple[dict, str]) -> N
         "hwnas": se.QUICK["budget_hwnas"],
         "hwnas-residual-gp": se.QUICK["budget_hwnas"],
         "hwnas-per-second": se.QUICK["budget_hwnas"],
+        "hwnas-random-start": se.QUICK["budget_hwnas"],
         "nsga2": se.QUICK["budget_peers"],
         "optuna-nsga2": se.QUICK["budget_peers"],
         "optuna-tpe": se.QUICK["budget_tpe"],

@@ -335,16 +335,20 @@ def test_same_seed_and_tells_give_the_same_proposals() -> None:
     assert ids(flat(run(1, None)))[:INITIAL] != ids(flat(first))[:INITIAL]
 
 
+FRONT_START = {"initial_design": "analytic_front"}
+
+
 @pytest.mark.parametrize(
-    ("cut", "surrogate"),
-    [(0, "cost_model"), (5, "cost_model"), (12, "cost_model"), (17, "cost_model")]
-    + [(30, "cost_model"), (49, "cost_model"), (17, "residual_gp"), (30, "residual_gp")],
+    ("cut", "settings"),
+    [(cut, {}) for cut in (0, 5, 12, 17, 30, 49)]
+    + [(cut, {"surrogate": "residual_gp"}) for cut in (17, 30)]
+    + [(cut, FRONT_START) for cut in (0, 5, 17)],
 )
-def test_restored_engine_asks_what_the_live_one_would(cut: int, surrogate: str) -> None:
+def test_restored_engine_asks_what_the_live_one_would(cut: int, settings: dict) -> None:
     """Tell `cut` results with slots busy (so rows are pending), restore from the history,
     and continue both identically."""
     kwargs = {
-        "surrogate": surrogate,
+        **settings,
         "objectives": ["decoder_params", "latency_ms", "memory_mb"],
         "scorer": score_with_flops,
         "seed": 7,
@@ -519,6 +523,11 @@ def test_the_residual_surrogate_screens_like_the_plain_one_when_it_fits() -> Non
 def test_an_unknown_surrogate_is_refused_with_the_allowed_ones() -> None:
     with pytest.raises(ValueError, match="surrogate: must be one of cost_model, residual_gp"):
         make_steady(surrogate="forest")
+
+
+def test_an_unknown_initial_design_is_refused_with_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match="initial_design: must be one of random, analytic_front"):
+        make_steady(initial_design="latin")
 
 
 @pytest.mark.parametrize("surrogate", ["cost_model", "residual_gp"])

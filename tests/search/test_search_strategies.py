@@ -6,6 +6,7 @@ from __future__ import annotations
 import typing
 
 from archvocab.wire import SearchCreate
+from search.initial_design import INITIAL_DESIGNS
 from search.strategies import ENGINES
 from search.strategies.hwnas import SURROGATES, VALUES_PER
 
@@ -29,3 +30,8 @@ def test_the_wire_names_exactly_hwnas_surrogates() -> None:
 def test_the_wire_names_exactly_hwnas_values_per() -> None:
     named, _none = typing.get_args(SearchCreate.model_fields["value_per"].annotation)
     assert sorted(typing.get_args(named)) == sorted(VALUES_PER)
+
+
+def test_the_wire_names_exactly_hwnas_initial_designs() -> None:
+    named, _none = typing.get_args(SearchCreate.model_fields["initial_design"].annotation)
+    assert sorted(typing.get_args(named)) == sorted(INITIAL_DESIGNS)

@@ -3,6 +3,8 @@ a hwnas 0.1 database is upgraded in place with its data, and every step can be u
 
 from __future__ import annotations
 
+import json
+
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -65,3 +67,29 @@ def test_every_migration_can_be_undone_and_redone(database_url, clock):
         ).scalar()
     engine.dispose()
     assert measured == 3
+
+
+def test_hwnas_searches_from_before_the_initial_design_setting_resume_as_they_ran(
+    database_url, clock
+):
+    url = database_url("designs.db")
+    with TestClient(create_app(Settings(database_url=url, clock=clock))) as client:
+        hwnas = client.post("/api/v1/searches", json=search_request(strategy="hwnas")).json()
+        lts = client.post("/api/v1/searches", json=search_request()).json()
+        assert hwnas["request"]["initial_design"] == "analytic_front"
+    engine = create_engine(url)
+    with engine.begin() as connection:  # what 0007 stored: no such setting
+        command.downgrade(alembic_config(connection), "0007")
+    with engine.connect() as connection:
+        stored = [
+            json.loads(r) if isinstance(r, str) else r
+            for (r,) in connection.execute(text("SELECT request FROM searches ORDER BY id"))
+        ]
+    assert all("initial_design" not in request for request in stored)
+    migrate(engine)
+    engine.dispose()
+    with TestClient(create_app(Settings(database_url=url, clock=clock))) as again:
+        resumed = again.get(f"/api/v1/searches/{hwnas['id']}").json()
+        other = again.get(f"/api/v1/searches/{lts['id']}").json()
+    assert resumed["request"]["initial_design"] == "random"  # they drew theirs at random
+    assert "initial_design" not in other["request"] or other["request"]["initial_design"] is None

@@ -125,6 +125,22 @@ def test_the_value_per_setting_is_validated_and_kept(client) -> None:
         assert created.json()["request"]["value_per"] == kept
 
 
+def test_the_initial_design_setting_is_validated_and_kept(client) -> None:
+    bad = [
+        ({"strategy": "hwnas", "initial_design": "sobol"}, "'random' or 'analytic_front'"),
+        ({"strategy": "nsga2", "initial_design": "random"}, "only for strategy 'hwnas'"),
+    ]
+    for settings, message in bad:
+        response = client.post("/api/v1/searches", json=search_request(**settings))
+        assert response.status_code == 422
+        assert "initial_design" in response.text and message in response.text
+    for asked, kept in ((None, "analytic_front"), ("random", "random")):
+        settings = {"strategy": "hwnas"} | ({} if asked is None else {"initial_design": asked})
+        created = client.post("/api/v1/searches", json=search_request(**settings))
+        assert created.status_code == 201, created.text
+        assert created.json()["request"]["initial_design"] == kept
+
+
 def test_hwnas_reports_its_models_error(client) -> None:
     search = start(client, strategy="hwnas", population={"initial": 10})
     play_agent(client, register(client))
