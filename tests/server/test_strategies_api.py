@@ -98,47 +98,30 @@ def test_hypervolume_settings_are_validated(client) -> None:
         assert message in response.text
 
 
-def test_the_surrogate_setting_is_validated(client) -> None:
-    bad = [
-        ({"strategy": "hwnas", "surrogate": "forest"}, "'cost_model' or 'residual_gp'"),
-        ({"strategy": "lts", "surrogate": "residual_gp"}, "surrogate: only for strategy 'hwnas'"),
-    ]
-    for settings, message in bad:
-        response = client.post("/api/v1/searches", json=search_request(**settings))
-        assert response.status_code == 422
-        assert "surrogate" in response.text and message in response.text
+# hwnas's settings: (field, a value outside the allowed ones, the allowed ones as the error
+# names them, its default, another allowed value).
+HWNAS_SETTINGS = [
+    ("surrogate", "forest", "'cost_model' or 'residual_gp'", "cost_model", "residual_gp"),
+    ("value_per", "hour", "'measurement' or 'device_second'", "measurement", "device_second"),
+    ("initial_design", "sobol", "'random' or 'analytic_front'", "analytic_front", "random"),
+]
 
 
-def test_the_value_per_setting_is_validated_and_kept(client) -> None:
-    bad = [
-        ({"strategy": "hwnas", "value_per": "hour"}, "'measurement' or 'device_second'"),
-        ({"strategy": "lts", "value_per": "measurement"}, "value_per: only for strategy 'hwnas'"),
+@pytest.mark.parametrize(("field", "bad", "allowed", "default", "other"), HWNAS_SETTINGS)
+def test_an_hwnas_setting_is_validated_and_kept(client, field, bad, allowed, default, other):
+    refused = [
+        ({"strategy": "hwnas", field: bad}, allowed),
+        ({"strategy": "lts", field: other}, f"{field}: only for strategy 'hwnas'"),
     ]
-    for settings, message in bad:
+    for settings, message in refused:
         response = client.post("/api/v1/searches", json=search_request(**settings))
         assert response.status_code == 422
-        assert "value_per" in response.text and message in response.text
-    for asked, kept in ((None, "measurement"), ("device_second", "device_second")):
-        settings = {"strategy": "hwnas"} | ({} if asked is None else {"value_per": asked})
+        assert field in response.text and message in response.text
+    for asked, kept in ((None, default), (other, other)):
+        settings = {"strategy": "hwnas"} | ({} if asked is None else {field: asked})
         created = client.post("/api/v1/searches", json=search_request(**settings))
         assert created.status_code == 201, created.text
-        assert created.json()["request"]["value_per"] == kept
-
-
-def test_the_initial_design_setting_is_validated_and_kept(client) -> None:
-    bad = [
-        ({"strategy": "hwnas", "initial_design": "sobol"}, "'random' or 'analytic_front'"),
-        ({"strategy": "nsga2", "initial_design": "random"}, "only for strategy 'hwnas'"),
-    ]
-    for settings, message in bad:
-        response = client.post("/api/v1/searches", json=search_request(**settings))
-        assert response.status_code == 422
-        assert "initial_design" in response.text and message in response.text
-    for asked, kept in ((None, "analytic_front"), ("random", "random")):
-        settings = {"strategy": "hwnas"} | ({} if asked is None else {"initial_design": asked})
-        created = client.post("/api/v1/searches", json=search_request(**settings))
-        assert created.status_code == 201, created.text
-        assert created.json()["request"]["initial_design"] == kept
+        assert created.json()["request"][field] == kept
 
 
 def test_hwnas_reports_its_models_error(client) -> None:
