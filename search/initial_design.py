@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from archvocab.registry import ArchSpec
+from archvocab.registry import ArchSpec, SearchSpace
 from search.hypervolume import best_improvement
 from search.pareto import non_dominated_indices
 
@@ -33,11 +33,11 @@ Admit = Callable[[ArchSpec], "dict[str, float] | None"]
 Pair = tuple[ArchSpec, dict[str, float]]
 
 
-def sample_pool(space: object, admit: Admit, rng: random.Random, size: int) -> list[Pair]:
+def sample_pool(space: SearchSpace, admit: Admit, rng: random.Random, size: int) -> list[Pair]:
     """Up to `size` distinct admissible samples of the space (`admit` gives their proxies)."""
     pool: dict[str, Pair] = {}
     for _ in range(size):
-        spec = space.sample(rng)  # type: ignore[attr-defined]
+        spec = space.sample(rng)
         if spec.arch_id in pool:
             continue
         proxies = admit(spec)

@@ -10,10 +10,9 @@ to move the frontier:
   screens their candidates from one pool, so that proposals keep up with hundreds of agents.
 - **Surrogate screening.** After a small initial design (`initial_design`: by default the
   analytic front of a seeded sample, picked by added volume, `search.initial_design`; or
-  random samples),
-  each proposal breeds a pool
-  of offspring (mutants and crossovers of frontier parents, plus a few random samples: 1,024
-  for up to 4 agents, down to 256 for 16 and more, `screening_pool`),
+  random samples), each proposal breeds a pool of offspring (mutants and crossovers of
+  frontier parents, plus a few random samples: 1,024 for up to 4 agents, down to 256 for 16
+  and more, `screening_pool`),
   predicts every objective the measurement will give with a `CostModel` per objective fitted
   on all results so far, corrected by a Gaussian process of its residuals
   (`search.residual.ResidualModel`, surrogate "residual_gp"), and sends only the offspring
@@ -78,13 +77,12 @@ class SteadyStateEngine(Engine):
     """Asynchronous steady-state evolution with surrogate screening (strategy "hwnas").
 
     `population.initial` candidates of its `initial_design` start it ("analytic_front": from
-    the analytic front of a seeded sample of `pool_size`, by added volume; "random"); afterwards
-    each proposal screens up to
-    `pool_size` offspring (fewer for a large fleet: `screening_pool`; `random_share` of them
-    fresh samples) with the `surrogate` models, optimistic by `optimism` deviations of their
-    residual. Parents are drawn by hypervolume contribution, with `parent_floor` of the weight
-    spread evenly over the frontier (1: uniform). Mutation and crossover use the population's
-    probabilities. `value_per` "device_second" weighs each offspring's added volume against
+    the analytic front of a seeded sample of `pool_size`, by added volume; "random");
+    afterwards each proposal screens up to `pool_size` offspring (fewer for a large fleet:
+    `screening_pool`; `random_share` of them fresh samples) with the `surrogate` models,
+    optimistic by `optimism` deviations of their residual. Parents are drawn by hypervolume
+    contribution, with `parent_floor` of the weight spread evenly over the frontier (1:
+    uniform). Mutation and crossover use the population's probabilities. `value_per` "device_second" weighs each offspring's added volume against
     its predicted device-seconds once enough results told theirs (`DEVICE_SECONDS`);
     "measurement" weighs every measurement alike.
     """
