@@ -82,9 +82,10 @@ class SteadyStateEngine(Engine):
     `screening_pool`; `random_share` of them fresh samples) with the `surrogate` models,
     optimistic by `optimism` deviations of their residual. Parents are drawn by hypervolume
     contribution, with `parent_floor` of the weight spread evenly over the frontier (1:
-    uniform). Mutation and crossover use the population's probabilities. `value_per` "device_second" weighs each offspring's added volume against
-    its predicted device-seconds once enough results told theirs (`DEVICE_SECONDS`);
-    "measurement" weighs every measurement alike.
+    uniform). Mutation and crossover use the population's probabilities. `value_per`
+    "device_second" weighs each offspring's added volume against its predicted device-seconds
+    once enough results told theirs (`DEVICE_SECONDS`); "measurement" weighs every
+    measurement alike.
     """
 
     strategy = "hwnas"
