@@ -36,9 +36,20 @@ def test_the_initial_design_size_reaches_the_engine_and_the_sweep_reports_each_s
     for initial in (4, 10):
         engine = make_engine("hwnas", GPT2Space(), seed=0, budget=20, initial=initial)
         assert len(engine.ask(16)) == initial
-    result = sweep([4, 10], [0], budget=30, space_overrides={"n_layer": {"min": 2, "max": 4}})
-    assert set(result["curves"]) == {4, 10}
+    result = sweep(
+        [4, 10],
+        [0],
+        budget=30,
+        space_overrides={"n_layer": {"min": 2, "max": 4}},
+        variants=["hwnas", "hwnas-random-start"],
+    )
+    names = ["hwnas 4", "hwnas 10", "hwnas-random-start 4", "hwnas-random-start 10"]
+    assert list(result["curves"]) == names
     assert all(len(hv) == 30 for per_seed in result["curves"].values() for hv in per_seed.values())
+    # The two designs start differently: their first measurements differ.
+    first = {name: per_seed[0][0] for name, per_seed in result["curves"].items()}
+    assert first["hwnas 10"] != first["hwnas-random-start 10"]
     assert result["space"]["n_layer"]["max"] == 4
     lines = table(result["curves"], budget=30)
-    assert lines[2].startswith("| 4 |") and lines[3].startswith("| 10 (default) |")
+    assert lines[2].startswith("| hwnas 4 |") and lines[3].startswith("| hwnas 10 (default) |")
+    assert lines[5].startswith("| hwnas-random-start 10 |")
