@@ -7,6 +7,10 @@ fixed normalisation) at a few measurement counts.
     .venv/bin/python -m bench.initial_design [--initial 8 10 16 32] [--seeds 3 4 5 6 7]
         [--variants hwnas hwnas-random-start] [--budget 120]
         [--space '{"n_layer": {"min": 2, "max": 6}}'] [--json out.json]
+    .venv/bin/python -m bench.initial_design --report-from out.json  # its report again
+
+After the medians it prints on how many seeds the first variant and size is ahead of each
+other one.
 """
 
 from __future__ import annotations
@@ -65,6 +69,25 @@ def table(curves: dict[str, dict[int, list[float]]], budget: int) -> list[str]:
     return lines
 
 
+def seeds_ahead(curves: dict[str, dict[Any, list[float]]], budget: int) -> list[str]:
+    """On how many seeds the first curve's hypervolume is above each other's, per count."""
+    counts = [n for n in CHECKPOINTS if n <= budget]
+    first, *others = curves
+    lines = [
+        f"| seeds on which {first} is ahead of | " + " | ".join(f"{n}" for n in counts) + " |",
+        "|---|" + "---:|" * len(counts),
+    ]
+    mine = curves[first]
+    for name in others:
+        theirs = curves[name]
+        seeds = [seed for seed in mine if seed in theirs]
+        cells = [
+            f"{sum(mine[s][n - 1] > theirs[s][n - 1] for s in seeds)}/{len(seeds)}" for n in counts
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--initial", type=int, nargs="+", default=[8, HWNAS_INITIAL, 16, 32])
@@ -75,10 +98,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--space", type=json.loads, default={}, help="JSON overrides")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--report-from", type=Path, help="print the report of a run saved by --json again"
+    )
     args = parser.parse_args(argv)
+    if args.report_from is not None:
+        curves = json.loads(args.report_from.read_text())["curves"]
+        budget = min(len(hv) for per_seed in curves.values() for hv in per_seed.values())
+        print("\n".join([*table(curves, budget), "", *seeds_ahead(curves, budget)]))
+        return 0
     started = time.perf_counter()
     result = sweep(args.initial, args.seeds, args.budget, args.space, args.variants)
-    lines = table(result["curves"], args.budget)
+    lines = [*table(result["curves"], args.budget), ""]
+    lines += seeds_ahead(result["curves"], args.budget)
     print(f"seeds {args.seeds}, median hypervolume ({time.perf_counter() - started:.0f} s)")
     print("\n".join(lines))
     if args.json is not None:

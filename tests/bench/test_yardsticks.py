@@ -4,13 +4,15 @@ initial-design sweep (bench/greedy_bound.py, bench/initial_design.py)."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
 
 from archvocab.spaces.gpt2.space import GPT2Space
 from bench.greedy_bound import greedy
-from bench.initial_design import sweep, table
+from bench.initial_design import main as initial_design_main
+from bench.initial_design import seeds_ahead, sweep, table
 from bench.strategy_runs import make_engine
 from search.hypervolume import hypervolume
 
@@ -53,3 +55,19 @@ def test_the_initial_design_size_reaches_the_engine_and_the_sweep_reports_each_s
     lines = table(result["curves"], budget=30)
     assert lines[2].startswith("| hwnas 4 |") and lines[3].startswith("| hwnas 10 (default) |")
     assert lines[5].startswith("| hwnas-random-start 10 |")
+
+
+def test_the_sweep_counts_the_seeds_on_which_the_first_curve_is_ahead(tmp_path, capsys):
+    curves = {
+        "hwnas 10": {"0": [0.2, 0.3], "1": [0.1, 0.4]},
+        "hwnas-random-start 10": {"0": [0.1, 0.35], "1": [0.1, 0.3]},
+    }
+    lines = seeds_ahead(curves, budget=2)
+    assert lines[0].startswith("| seeds on which hwnas 10 is ahead of |")
+    assert lines[2].split("|")[1].strip() == "hwnas-random-start 10"
+    saved = tmp_path / "run.json"
+    long = {name: {s: hv * 5 for s, hv in per.items()} for name, per in curves.items()}
+    saved.write_text(json.dumps({"curves": long}))
+    assert initial_design_main(["--report-from", str(saved)]) == 0
+    # At 10 measurements (the 10th value: the first curve's 0.3 and 0.4 against 0.35 and 0.3).
+    assert "| hwnas-random-start 10 | 1/2 |" in capsys.readouterr().out
