@@ -9,8 +9,9 @@ to move the frontier:
   For a large fleet (40 slots and more) a round waits for a few slots (`round_size`) and
   screens their candidates from one pool, so that proposals keep up with hundreds of agents.
 - **Surrogate screening.** After a small initial design (`initial_design`: by default the
-  analytic front of a seeded sample, picked by added volume, `search.initial_design`; or
-  random samples), each proposal breeds a pool of offspring (mutants and crossovers of
+  analytic front of a seeded sample, picked by added volume, `search.initial_design`, which
+  fills with random samples and says so, `take_fallbacks`, when no objective is known at
+  proposal; or random samples), each proposal breeds a pool of offspring (mutants and crossovers of
   frontier parents, plus a few random samples: 1,024 for up to 4 agents, down to 256 for 16
   and more, `screening_pool`),
   predicts every objective the measurement will give with a `CostModel` per objective fitted
@@ -180,10 +181,24 @@ class SteadyStateEngine(Engine):
             pool = sample_pool(self._space, self._admit, rng, self._pool_size)
             design = analytic_front_design(pool, self._senses, self._population.initial)
             self._design = design or []
+            if len(self._design) < self._population.initial:
+                self._fallbacks.append(self._design_shortfall(design is None and bool(pool)))
         if index >= len(self._design) or self._design[index][0].arch_id in taken:
             return None
         spec, proxies = self._design[index]
         return Candidate(spec, self.told, proxies)
+
+    def _design_shortfall(self, no_objective_known: bool) -> str:
+        why = (
+            f"none of the objectives ({', '.join(self._senses)}) is known at proposal"
+            if no_objective_known
+            else f"the space gave only {len(self._design)} admissible samples"
+        )
+        return (
+            f"analytic_front initial design not used in full: {why}; "
+            f"{self._population.initial - len(self._design)} of its "
+            f"{self._population.initial} candidates are random samples"
+        )
 
     def _random_candidate(self, rng: random.Random, taken: set[str]) -> Candidate | None:
         for _ in range(self._max_attempts):

@@ -120,3 +120,18 @@ def test_an_engine_with_the_analytic_front_design_starts_with_it_for_its_seed() 
     assert {c.arch_id for c in random_start.ask(SMALL_POPULATION.initial)} != {
         c.arch_id for c in first
     }
+
+
+def test_an_engine_whose_objectives_are_all_measured_starts_randomly_and_says_so_once() -> None:
+    settings = {"scorer": scored, "pool_size": 64}
+    blind = make_engine(
+        space(), engine=SteadyStateEngine, objectives=["snip", "latency_ms"], **settings
+    )
+    first = blind.ask(SMALL_POPULATION.initial)
+    assert len({c.arch_id for c in first}) == SMALL_POPULATION.initial
+    [reason] = blind.take_fallbacks()
+    assert "none of the objectives (snip, latency_ms) is known at proposal" in reason
+    assert blind.take_fallbacks() == []
+    sighted = make_engine(space(), engine=SteadyStateEngine, **settings)
+    sighted.ask(SMALL_POPULATION.initial)
+    assert sighted.take_fallbacks() == []

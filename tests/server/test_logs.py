@@ -103,6 +103,18 @@ def test_a_strategy_that_falls_back_says_so_once_in_the_search_events(
     assert "plain cost models" in fallback["reason"]
 
 
+def test_an_initial_design_without_a_known_objective_says_it_is_random(client, json_log):
+    """An hwnas search whose proxy the agents compute (snip): nothing is known before a
+    measurement, so its analytic-front design is random samples, and its events say so."""
+    request = search_request(strategy="hwnas", objectives=["snip", "latency_ms", "memory_mb"])
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    assert client.get(f"/api/v1/searches/{search_id}/candidates").json()  # proposed already
+    [fallback] = events(json_log, "search.fallback")
+    assert fallback["search_id"] == search_id and fallback["strategy"] == "hwnas"
+    assert "none of the objectives (snip, latency_ms, memory_mb) is known" in fallback["reason"]
+    assert "4 of its 4 candidates are random samples" in fallback["reason"]
+
+
 def test_a_measured_result_is_logged_without_a_failure_kind(client, json_log):
     client.post("/api/v1/searches", json=search_request())
     agent = register(client)
