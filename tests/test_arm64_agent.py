@@ -52,21 +52,27 @@ def procs(tmp_path):
     processes.stop_all()
 
 
-@pytest.mark.parametrize("runtime", ["torch", "onnxruntime"])
-def test_the_arm64_agent_measures_a_search(tmp_path, procs, runtime):
+RUNTIMES = ("torch", "onnxruntime")
+
+
+def test_the_arm64_agent_measures_a_search_in_each_runtime(tmp_path, procs):
+    # One emulated agent for both searches: starting one under qemu (imports, forkserver) takes
+    # a minute or more of the test's time, and an agent serves every runtime it has.
     port = free_port()
     start_server(procs, tmp_path / "arm64.db", port)
     url = f"http://127.0.0.1:{port}"
-    request = search_request(
-        device_class="arm64-qemu",
-        measurement={**EMULATED_MEASUREMENT, "runtime": runtime},
-        budget={"max_evaluations": 2},
-        population={"initial": 2, "parents": 2, "mutations": 2, "crossovers": 2},
-    )
     with procs.client(url) as client:
-        created = client.post("/api/v1/searches", json=request)
-        assert created.status_code == 201, created.text
-        search_id = created.json()["id"]
+        searches = {}
+        for runtime in RUNTIMES:
+            request = search_request(
+                device_class="arm64-qemu",
+                measurement={**EMULATED_MEASUREMENT, "runtime": runtime},
+                budget={"max_evaluations": 2},
+                population={"initial": 2, "parents": 2, "mutations": 2, "crossovers": 2},
+            )
+            created = client.post("/api/v1/searches", json=request)
+            assert created.status_code == 201, created.text
+            searches[runtime] = created.json()["id"]
 
         agent = subprocess.run(
             [str(RUN_AGENT), url, "--exit-when-idle", "10", "--poll-interval", "0.5"]
@@ -74,24 +80,24 @@ def test_the_arm64_agent_measures_a_search(tmp_path, procs, runtime):
             env={**os.environ, "HWNAS_ARM64_ROOT": str(ROOT)},
             capture_output=True,
             text=True,
-            timeout=1800,
+            timeout=2400,
         )
         log = agent.stdout + agent.stderr
         (tmp_path / "arm64-agent.log").write_text(log)
         assert agent.returncode == 0, log[-4000:]
 
-        info = _wait_finished(client, search_id, procs, timeout=30)
-        assert info["status"] == "finished" and info["finish_reason"] == "budget", info
         agents = {a["agent_id"]: a for a in client.get("/api/v1/agents").json()}
-        candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
-
-    assert len(candidates) == 2
-    for c in candidates:
-        assert c["status"] == "measured", (c, log[-4000:])
-        m = c["measurement"]
-        fingerprint = agents[m["agent_id"]]["fingerprint"]
-        assert fingerprint["machine"] == "aarch64", fingerprint
-        assert agents[m["agent_id"]]["device_class"] == "arm64-qemu"
-        assert m["provenance"]["machine"] == "aarch64"
-        assert m["provenance"]["runtime"] == runtime
-        assert m["latency_ms"] > 0 and m["peak_memory_mb"] > 0
+        for runtime, search_id in searches.items():
+            info = _wait_finished(client, search_id, procs, timeout=30)
+            assert info["status"] == "finished" and info["finish_reason"] == "budget", info
+            candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
+            assert len(candidates) == 2
+            for c in candidates:
+                assert c["status"] == "measured", (runtime, c, log[-4000:])
+                m = c["measurement"]
+                fingerprint = agents[m["agent_id"]]["fingerprint"]
+                assert fingerprint["machine"] == "aarch64", fingerprint
+                assert agents[m["agent_id"]]["device_class"] == "arm64-qemu"
+                assert m["provenance"]["machine"] == "aarch64"
+                assert m["provenance"]["runtime"] == runtime
+                assert m["latency_ms"] > 0 and m["peak_memory_mb"] > 0
