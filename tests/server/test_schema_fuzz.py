@@ -39,6 +39,7 @@ CHECKS = [
 ]
 SEARCHES, JOBS = 3, 20
 ONNX_SHAPE = {"batch_size": 1, "seq_len": 8}
+CLAIM_WAIT_S = 0.05  # the longest a fuzzed claim waits for work
 
 
 def _openapi() -> dict[str, Any]:
@@ -77,7 +78,8 @@ def before_generate_body(_context, strategy: st.SearchStrategy) -> st.SearchStra
 @schema.hook
 def map_query(_context, query: Any) -> Any:
     """One ONNX input shape, exported by the fixture: a new one would take a child process
-    seconds, past the 10 s Schemathesis waits for an answer (a hang)."""
+    seconds, past the 10 s Schemathesis waits for an answer (a hang). A claim's wait for work
+    cut to CLAIM_WAIT_S."""
     if isinstance(query, dict) and query.get("format") == "onnx":
         return {**query, **ONNX_SHAPE}
     if isinstance(query, dict) and _long_wait(query.get("wait")):
@@ -85,9 +87,6 @@ def map_query(_context, query: Any) -> Any:
         # MAX_CLAIM_WAIT_S a case, a minute a run. A short one takes the same path.
         return {**query, "wait": CLAIM_WAIT_S}
     return query
-
-
-CLAIM_WAIT_S = 0.05
 
 
 def _long_wait(wait: Any) -> bool:
