@@ -56,8 +56,8 @@ RUNTIMES = ("torch", "onnxruntime")
 
 
 def test_the_arm64_agent_measures_a_search_in_each_runtime(tmp_path, procs):
-    # One emulated agent for both searches: starting one under qemu (imports, forkserver) takes
-    # a minute or more of the test's time, and an agent serves every runtime it has.
+    # One emulated agent for both searches, as it serves every runtime it has: one start under
+    # qemu and one idle wait before it exits, instead of two.
     port = free_port()
     start_server(procs, tmp_path / "arm64.db", port)
     url = f"http://127.0.0.1:{port}"
