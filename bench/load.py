@@ -16,8 +16,13 @@ tracebacks.
 
     .venv/bin/python -m bench.load [--agents 200] [--duration 60] [--results N]
         [--stores sqlite,postgresql] [--workers 1,4] [--think-s 1] [--space JSON]
-        [--strategy lts|hwnas|nsga2]
+        [--strategy lts|hwnas|nsga2] [--server-pythonpath PATH]
         [--json-out bench/results/load.json]
+
+The server's full garbage collections are timed (bench/gc_trace) and reported with the
+requests: every request of a process waits out such a pause. `--server-pythonpath` serves the
+code that path finds (a worktree of the commit before a change), the rest of the bench
+unchanged: the same load and the same checks on both.
 
 Exits 1 when any scenario had a failure, a log finding or an exactly-once violation.
 """
@@ -50,11 +55,12 @@ from bench.load_checks import (
     scan_log,
     verify,
 )
-from bench.machine import commit, machine, machine_busy, tree_cpu_s
+from bench.machine import commit, machine, machine_busy, tree_cpu_s, tree_peak_rss_mb
 from hwnas.testing import postgres
 from hwnas.testing.servers import serve
 
 HERE = Path(__file__).resolve().parent
+GC_TRACE = HERE / "gc_trace"
 # 200 agents registering and claiming at once is a burst of its own; percentiles are also
 # given over the requests that started this long after the agents did.
 WARMUP_S = 10.0
@@ -62,9 +68,15 @@ WARMUP_S = 10.0
 
 # -- one scenario -----------------------------------------------------------------------------
 def run_scenario(
-    load: Load, store: str, workers: int, workdir: Path, cluster: postgres.Cluster | None = None
+    load: Load,
+    store: str,
+    workers: int,
+    workdir: Path,
+    cluster: postgres.Cluster | None = None,
+    server_path: str | None = None,
 ) -> dict:
-    """One fresh server over a fresh database, the searches, the agents, the checks."""
+    """One fresh server over a fresh database, the searches, the agents, the checks; the
+    server runs the code `server_path` finds, when given."""
     name = f"{store}-w{workers}"
     database = f"load_{store}_w{workers}_{os.getpid()}"
     if store == "sqlite":
@@ -74,19 +86,58 @@ def run_scenario(
     else:
         db = cluster.create_database(database)
     args = ["--workers", str(workers), "--log-format", "json"]
+    collections = workdir / f"{name}-gc"
+    env = _server_env(collections, server_path)
     try:
         with (
-            serve(workdir, db, *args, name=name, lease_seconds=load.lease_seconds) as server,
+            serve(
+                workdir, db, *args, name=name, lease_seconds=load.lease_seconds, env=env
+            ) as server,
             server.client(timeout=120) as http,
         ):
             search_ids = [start_search(http, load.search_request(i)) for i in range(load.searches)]
             pids = (server.proc.pid, cluster.pid if store == "postgresql" else None)
             seen = drive(load, server.url, server.procs.agent_token, http, workdir / name, pids)
             once = verify(http, search_ids, seen)
+            peak_rss_mb = tree_peak_rss_mb(server.proc.pid)
     finally:
         if store == "postgresql":
             cluster.drop_database(database)
-    return summarise(load, store, workers, seen, once, scan_log(workdir / f"{name}.log"))
+    scenario = summarise(load, store, workers, seen, once, scan_log(workdir / f"{name}.log"))
+    scenario["full_collections"] = full_collections(collections, seen.started + WARMUP_S)
+    scenario["server_peak_rss_mb"] = peak_rss_mb
+    return scenario
+
+
+def _server_env(collections: Path, server_path: str | None) -> dict[str, str]:
+    """The server's environment: its full collections timed into the folder `collections`
+    (bench/gc_trace), its code found on `server_path` first when given."""
+    collections.mkdir(parents=True, exist_ok=True)
+    for old in collections.glob("gc-*.log"):
+        old.unlink()
+    path = [str(GC_TRACE), *([server_path] if server_path else [])]
+    if os.environ.get("PYTHONPATH"):
+        path.append(os.environ["PYTHONPATH"])
+    env = {"PYTHONPATH": os.pathsep.join(path), "HWNAS_GC_TRACE": str(collections)}
+    if server_path:  # `python -m hwnas` would put the working directory (this checkout) first
+        env["PYTHONSAFEPATH"] = "1"
+    return env
+
+
+def full_collections(folder: Path, warm: float) -> dict:
+    """The server processes' full collections (bench/gc_trace's logs): how many, their pauses
+    in ms, and those after the warm-up (`warm`, unix seconds) apart."""
+    pauses = []
+    for log in folder.glob("gc-*.log"):
+        for line in log.read_text().splitlines():
+            ended, ms = line.split()
+            pauses.append((float(ended), float(ms)))
+    later = [ms for ended, ms in pauses if ended >= warm]
+    return {
+        "ms": latency_stats([ms for _, ms in pauses]),
+        "after_warmup_ms": latency_stats(later),
+        "after_warmup_over_50_ms": sum(ms > 50 for ms in later),
+    }
 
 
 def start_search(http: httpx.Client, request: dict) -> int:
@@ -269,18 +320,20 @@ def run(
     scenarios: list[tuple[str, int]],
     workdir: Path,
     cluster: postgres.Cluster | None = None,
+    server_path: str | None = None,
 ) -> dict:
     """Every scenario in turn; `cluster` is needed for PostgreSQL ones."""
     results = []
     before = {**machine(), "loadavg_before": [round(v, 2) for v in os.getloadavg()]}
     for store, workers in scenarios:
         print(f"{store}, {workers} server process(es), {load.agents} agents ...", flush=True)
-        results.append(run_scenario(load, store, workers, workdir, cluster))
+        results.append(run_scenario(load, store, workers, workdir, cluster, server_path))
         print_table(results[-1:])
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": before,
+        "server_pythonpath": server_path,
         "load": dataclasses.asdict(load),
         "scenarios": results,
         "ok": all(healthy(s) for s in results),
@@ -295,7 +348,8 @@ def print_table(scenarios: list[dict]) -> None:
     columns = ("store", "procs", "results", "results/s", "claim p50", "p90", "p99", "max")
     columns += (f"p99 after {WARMUP_S:g} s", "p99 net of wait")
     columns += ("result p50", "p99", "max", "204s", "failed")
-    columns += ("server CPU ms per result", "log", "exactly-once")
+    columns += ("server CPU ms per result", f"full GC max after {WARMUP_S:g} s")
+    columns += ("log", "exactly-once")
     for column in columns:
         table.add_column(column, justify="left" if column == "store" else "right")
     for s in scenarios:
@@ -315,6 +369,7 @@ def print_table(scenarios: list[dict]) -> None:
             str(claim["statuses"].get("204", 0)),
             str(s["failed_requests"]),
             fmt(s["server_cpu_ms"]["per_result"]),
+            fmt(s["full_collections"]["after_warmup_ms"].get("max")),
             str(findings),
             "ok" if s["exactly_once"]["ok"] else "VIOLATED",
         )
@@ -356,6 +411,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--space", type=json.loads, help="the searches' space, as JSON")
     parser.add_argument("--strategy", default=Load.strategy, choices=["lts", "hwnas", "nsga2"])
     parser.add_argument("--workdir", type=Path, help="keep databases and logs here")
+    parser.add_argument(
+        "--server-pythonpath", help="serve the code this path finds (a worktree of a commit)"
+    )
     parser.add_argument("--json-out", type=Path, default=HERE / "results" / "load.json")
     args = parser.parse_args(argv)
     load = Load(
@@ -381,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         if any(store == "postgresql" for store, _ in scenarios):
             cluster = postgres.start()
             stack.callback(cluster.stop)
-        result = run(load, scenarios, workdir, cluster)
+        result = run(load, scenarios, workdir, cluster, args.server_pythonpath)
     argv_used = sys.argv[1:] if argv is None else list(argv)
     result["command"] = shlex.join(["python", "-m", "bench.load", *argv_used])
     args.json_out.parent.mkdir(parents=True, exist_ok=True)

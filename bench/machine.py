@@ -49,16 +49,38 @@ def tree_cpu_s(root: int | None) -> float:
     """CPU seconds of process `root` and its descendants, reaped children included."""
     if root is None:
         return 0.0
-    parent, cpu = {}, {}
+    cpu = {}
+    for pid, fields in _stats():
+        cpu[pid] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return sum(cpu.get(p, 0.0) for p in _tree(root))
+
+
+def tree_peak_rss_mb(root: int) -> float:
+    """The peak resident memory (VmHWM) of process `root` and its descendants, summed, in MB."""
+    kb = 0
+    for pid in _tree(root):
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    kb += int(line.split()[1])
+    return round(kb / 1024, 1)
+
+
+def _stats() -> list[tuple[int, list[str]]]:
+    """Every process's pid and /proc/PID/stat fields after its name."""
+    stats = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            pid = int(stat.parent.name)
-            parent[pid] = int(fields[1])
-            cpu[pid] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+            stats.append((int(stat.parent.name), stat.read_text().rsplit(")", 1)[1].split()))
+    return stats
+
+
+def _tree(root: int) -> set[int]:
+    """Process `root` and its descendants."""
+    parent = {pid: int(fields[1]) for pid, fields in _stats()}
     mine, todo = set(), [root]
     while todo:
         pid = todo.pop()
         mine.add(pid)
         todo.extend(p for p, pp in parent.items() if pp == pid and p not in mine)
-    return sum(cpu.get(p, 0.0) for p in mine)
+    return mine

@@ -1,27 +1,104 @@
 """A process's large long-lived state, out of the garbage collector's way.
 
-CPython's full collection walks every object that can hold references. A process holding a
-100,000-result search (its result table, its engine) holds well over a million, and a read
-that makes many objects of its own (a /points answer) set off a full collection of about
-0.6 s on most such reads (docs/benchmarks.md, "The page's first load at 100,000": a fourth
-pass). Once a large search has been read in, `settle_after` moves what the process holds out of
-the collector's reach (`gc.freeze`); full collections then walk only what came later.
+CPython's full collection walks every object that can hold references, and every request of
+the process waits meanwhile. A server's heap grows with its searches (engines, result
+tables), and so does each full collection: under 200 agents on 4 searches of a few thousand
+results, 140-165 ms, five times in 30 s, a good part of the claims' tail (docs/benchmarks.md,
+"Full collections out of the requests' way"); a 100,000-result search holds well over a
+million objects, and a read that makes many objects of its own (a /points answer) set off a
+full collection of about 0.6 s ("The page's first load at 100,000": a fourth pass).
+
+Two ways out of it, both by `gc.freeze`, which moves objects out of the collector's reach:
+- `settle_after`: once a large search has been read in, collect and freeze what the process
+  holds;
+- `keep_settled` (for a server's life): after each full collection of the collector's own,
+  freeze what survived once it is `FREEZE_AT` objects or more, so that a full collection
+  walks only what came since.
 
 Frozen objects are still freed when nothing refers to them any more. Only garbage in
-reference cycles among them would stay, so each settle first gives the ones frozen before
-back to the collector and collects.
+reference cycles among them would stay, so a settle first gives the ones frozen before back
+to the collector and collects; and under `keep_settled`, once the frozen objects have doubled
+since the last walk of them all, they are given back and the collector's next full
+collection walks them all (a pause of the old kind, at each doubling of the heap).
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 # Rows (results, or candidates of an engine) read in at once that make settling worth its
 # full collection: 0.6 s at 100,000, against the seconds the reading took.
 SETTLE_AT = 10_000
+# Survivors of a full collection worth freezing: a full collection walks about this many
+# at most between freezes (a few milliseconds); fewer are left to the collector, so that
+# the collections stay as rare as the collector makes them.
+FREEZE_AT = 50_000
+# The frozen objects may grow this many times over between walks of them all: garbage in
+# cycles among them is held at most that long.
+GROWTH = 2
 
 _lock = threading.Lock()
+
+
+class _Settled:
+    """What the collector's callback keeps between full collections (`keep_settled`)."""
+
+    def __init__(self) -> None:
+        self.users = 0  # apps of this process keeping the heap settled
+        self.walked = 0  # objects frozen after the last full collection that walked them all
+        self.frozen = 0  # an upper bound on those frozen now: some were freed since
+        self.walk_all = True  # the next full collection walks every object
+
+    def after(self, phase: str, info: dict[str, Any]) -> None:
+        if phase != "stop" or info["generation"] != 2:
+            return
+        survivors = len(gc.get_objects(generation=2))
+        if self.walk_all:
+            self.walk_all = False
+            self.walked = self.frozen = survivors
+            gc.freeze()
+            return
+        if survivors < FREEZE_AT:
+            return
+        self.frozen += survivors
+        if self.frozen > GROWTH * self.walked:
+            self.frozen = gc.get_freeze_count() + survivors  # the bound, made exact
+        if self.frozen > GROWTH * self.walked:
+            # Inside a collection `gc.collect` does nothing: the collector's next full
+            # collection walks them all instead, and this callback freezes what survives.
+            gc.unfreeze()
+            self.walk_all = True
+            return
+        gc.freeze()
+
+
+_settled = _Settled()
+
+
+@contextmanager
+def keep_settled() -> Iterator[None]:
+    """For its duration, keep what survives the collector's full collections frozen
+    (module docstring); several apps of one process may share it. At its end, every frozen
+    object is given back to the collector."""
+    with _lock:
+        _settled.users += 1
+        if _settled.users == 1:
+            gc.unfreeze()
+            _settled.walk_all = True
+            # First: a pause timed by a later callback (bench/gc_trace) includes this one.
+            gc.callbacks.insert(0, _settled.after)
+    try:
+        yield
+    finally:
+        with _lock:
+            _settled.users -= 1
+            if _settled.users == 0:
+                gc.callbacks.remove(_settled.after)
+                gc.unfreeze()
 
 
 def settle_after(read: int, at_least: int = SETTLE_AT) -> bool:
@@ -30,6 +107,7 @@ def settle_after(read: int, at_least: int = SETTLE_AT) -> bool:
         return False
     with _lock:
         gc.unfreeze()
+        _settled.walk_all = True  # for `keep_settled`'s count, when it is on
         gc.collect()
         gc.freeze()
     return True

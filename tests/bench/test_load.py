@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -175,6 +178,34 @@ def test_a_claims_wait_for_work_is_not_its_latency() -> None:
         assert net_of_work_wait(began, ms, began + 1e-7) <= ms
 
 
+def _collect(env: dict[str, str]) -> None:
+    """A Python process with bench/gc_trace on its path: one full collection, one of
+    generation 1, and no others (collection by allocation is off)."""
+    env = {**os.environ, "PYTHONPATH": str(load.GC_TRACE), **env}
+    code = "import gc; gc.disable(); gc.collect(); gc.collect(1)"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def test_full_collections_of_a_process_told_to_are_timed(tmp_path: Path) -> None:
+    _collect({"HWNAS_GC_TRACE": str(tmp_path)})
+    (log,) = tmp_path.glob("gc-*.log")
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1, lines  # the full collection, not generation 1's
+    ended, ms = map(float, lines[0].split())
+    assert ended > 1e9 and ms >= 0
+    _collect({"HWNAS_GC_TRACE": ""})  # no folder: nothing written anywhere
+    assert list(tmp_path.iterdir()) == [log]
+
+
+def test_full_collections_are_read_with_those_after_the_warm_up_apart(tmp_path: Path) -> None:
+    (tmp_path / "gc-1.log").write_text("100.0 12.5\n110.0 80.0\n")
+    (tmp_path / "gc-2.log").write_text("120.0 3.0\n")
+    read = load.full_collections(tmp_path, warm=105.0)
+    assert read["ms"]["n"] == 3 and read["ms"]["max"] == 80.0
+    assert read["after_warmup_ms"]["n"] == 2 and read["after_warmup_ms"]["max"] == 80.0
+    assert read["after_warmup_over_50_ms"] == 1
+
+
 # -- a small real run -------------------------------------------------------------------------
 @pytest.fixture(scope="module", params=SCENARIOS, ids=[f"{s}-w{w}" for s, w in SCENARIOS])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
@@ -224,6 +255,8 @@ def test_latencies_are_reported(run: dict) -> None:
     assert claim["net_of_wait_ms"]["n"] == claim["statuses"]["200"]
     assert claim["net_of_wait_ms"]["max"] <= claim["leased_ms"]["max"]
     assert run["cpu"]["server_s"] > 0 and run["cpu"]["generators_s"] > 0
+    assert run["full_collections"]["ms"]["n"] > 0  # at least the server's start has some
+    assert run["server_peak_rss_mb"] > 10
     per = run["server_cpu_ms"]
     results = run["exactly_once"]["accepted"]
     assert per["per_result"] == pytest.approx(1000 * run["cpu"]["server_s"] / results, abs=0.01)

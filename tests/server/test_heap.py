@@ -7,7 +7,8 @@ import weakref
 
 import pytest
 
-from server.services.heap import settle_after
+from server.services import heap
+from server.services.heap import keep_settled, settle_after
 from tests.factories import play_agent, register, search_request
 
 
@@ -58,3 +59,49 @@ def test_reading_a_large_search_in_settles_its_table(client):
     assert client.get(f"/api/v1/searches/{search['id']}/points").status_code == 200
     walked = _walked()
     assert all(id(t) in walked for t in results._tables[search["id"]].rows)
+
+
+def _held(count: int) -> list[Held]:
+    return [Held() for _ in range(count)]
+
+
+def test_a_server_keeps_what_survives_its_full_collections_out_of_the_next(monkeypatch):
+    monkeypatch.setattr(heap, "FREEZE_AT", 1_000)
+    with keep_settled():
+        gc.collect()  # the first full collection walks everything, and freezes what survived
+        assert gc.get_freeze_count() > 0
+        few = _held(10)  # fewer survivors than FREEZE_AT stay the collector's
+        gc.collect()
+        walked = _walked()
+        assert all(id(h) in walked for h in few)
+        many = _held(2_000)
+        gc.collect()
+        walked = _walked()
+        assert not any(id(h) in walked for h in many + few)
+    assert gc.get_freeze_count() == 0  # given back at the end
+    assert heap._settled.after not in gc.callbacks
+
+
+def test_cycles_frozen_by_a_server_are_collected_once_the_frozen_objects_have_grown(monkeypatch):
+    monkeypatch.setattr(heap, "FREEZE_AT", 1_000)
+    with keep_settled():
+        held = Held()
+        held.me = held
+        gc.collect()  # frozen with the rest
+        gone = weakref.ref(held)
+        del held
+        gc.collect()
+        assert gone() is not None  # garbage in a cycle while frozen
+        monkeypatch.setattr(heap, "GROWTH", 1)  # any growth now calls for a walk of them all
+        grown = _held(5_000)
+        gc.collect()  # frozen objects grew: given back to the collector
+        gc.collect()  # which walks them all
+        assert gone() is None
+        assert not any(id(h) in _walked() for h in grown)  # and freezes again what survived
+
+
+def test_apps_of_one_process_share_the_settling(client):
+    assert heap._settled.after in gc.callbacks  # the client's app is running
+    with keep_settled():
+        assert gc.callbacks.count(heap._settled.after) == 1
+    assert heap._settled.after in gc.callbacks  # the app still runs
