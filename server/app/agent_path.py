@@ -13,10 +13,13 @@ those requests.
 
 A claim that may wait for work (`?wait=`) waits here, on the event loop, between its claims
 (server.services.work): a thousand idle agents hold a thousand open requests, not threads.
+Claims woken together by queued jobs ask together (`_Together`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
 import re
@@ -31,11 +34,18 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import JSONResponse, Response
 
 from archvocab.errors import HwnasError
-from archvocab.wire import API_PREFIX, MAX_CLAIM_WAIT_S, AgentRegistration, JobResult, LeaseRef
+from archvocab.wire import (
+    API_PREFIX,
+    MAX_CLAIM_WAIT_S,
+    AgentRegistration,
+    JobLease,
+    JobResult,
+    LeaseRef,
+)
 from server.api.encoded import encoded
 from server.app.errors import domain_answer
 from server.services import agents, arrivals, jobs
-from server.services.auth import agent_caller, enroller
+from server.services.auth import Caller, agent_caller, enroller
 from server.services.auth import caller as auth_caller
 from server.services.context import Services
 
@@ -202,6 +212,7 @@ class AgentPath:
         self.app = app
         self.services = services
         self.max_bytes = max_bytes
+        self.together = _Together(services)
 
     async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001 - ASGI callables
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -237,7 +248,8 @@ class AgentPath:
         waits = route.waits and not self.services.work.closed  # a stopping server holds none
         wait_s = (_claim_wait(query) or 0.0) if waits else 0.0
         if wait_s > 0:
-            answer = await self._claim_waiting(handle, wait_s, receive, match["agent_id"])
+            agent_id = match["agent_id"]
+            answer = await self._claim_waiting(handle, wait_s, receive, agent_id, auth)
         else:
             answer = await handle()
         if answer is None:
@@ -253,12 +265,14 @@ class AgentPath:
         wait_s: float,
         receive: Receive,
         agent_id: str,
+        auth: str | None,
     ) -> _Answer | None:
         """A claim that may wait `wait_s` for work (server.services.work): asked again each
         time this process commits queued jobs or hears that another did (PostgreSQL), and
         every `_RECHECK_S` where it cannot hear those, until it gets a job, the time is up,
         the server stops (`WorkSignal.close`), or the client goes away (then it takes none).
-        Waiting holds no worker thread."""
+        Waiting holds no worker thread. Woken, it first asks with the claims woken with it
+        (`_Together`), then on its own if that brought no job."""
         work = self.services.work
         others_unheard = self.services.engines.shared and not work.hears_others
         recheck_s = _RECHECK_S if others_unheard else wait_s
@@ -285,11 +299,68 @@ class AgentPath:
                         break  # the wait is over with no wake: "no work"
                     work.forget(waiting.event)
                     waiting.event = work.waiter(idle.get(agent_id))
-                    answer = await claim()
+                    woken = not timer.cancelled_caught
+                    answer = (await self.together.claim(agent_id, auth)) if woken else None
+                    if answer is None:
+                        answer = await claim()
                 group.cancel_scope.cancel()
         finally:
             work.forget(waiting.event)
         return answer
+
+
+class _Together:
+    """Claims woken in one turn of the event loop, asked together: one write transaction
+    leases each the job queued for it (`jobs.claim_together`), `_TOGETHER_MOST` at a time. A
+    claim that gets no job this way (None) asks on its own, which also asks the searches for
+    more and answers any refusal."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._asks: list[tuple[str, str | None, asyncio.Future]] = []
+        self._asking: set[asyncio.Task] = set()  # the loop holds its tasks weakly
+
+    async def claim(self, agent_id: str, auth: str | None) -> _Answer | None:
+        loop = asyncio.get_running_loop()
+        answer = loop.create_future()
+        self._asks.append((agent_id, auth, answer))
+        if len(self._asks) == 1:  # the claims woken with this one join it meanwhile
+            loop.call_later(_GATHER_S, self._ask)
+        return await answer
+
+    def _ask(self) -> None:
+        asks, self._asks = self._asks, []
+        for start in range(0, len(asks), _TOGETHER_MOST):
+            task = asyncio.ensure_future(self._lease(asks[start : start + _TOGETHER_MOST]))
+            self._asking.add(task)
+            task.add_done_callback(self._asking.discard)
+
+    async def _lease(self, asks: list[tuple[str, str | None, asyncio.Future]]) -> None:
+        try:
+            leases = await anyio.to_thread.run_sync(self._claim, [a[:2] for a in asks])
+        except Exception:  # noqa: BLE001 - each then asks on its own, which says what went wrong
+            leases = [None] * len(asks)
+        for (_, _, answer), lease in zip(asks, leases, strict=True):
+            if not answer.done():
+                answer.set_result(None if lease is None else _Answer(encoded(lease)))
+
+    def _claim(self, asks: list[tuple[str, str | None]]) -> list[JobLease | None]:
+        store = self.services.store
+        callers: dict[int, Caller] = {}
+        for index, (_, auth) in enumerate(asks):
+            with contextlib.suppress(HwnasError):  # its own claim says why
+                callers[index] = agent_caller(store, auth)
+        known = [(asks[i][0], caller) for i, caller in callers.items()]
+        leases = iter(jobs.claim_together(self.services, known))
+        return [next(leases) if i in callers else None for i in range(len(asks))]
+
+
+# How long the first claim woken waits for the others woken with it to join: they resume in
+# the same turn of the event loop (`WorkSignal.wake`), give or take a step or two.
+_GATHER_S = 0.002
+# Claims asked together at most: one transaction holds the write lock for all of them, and a
+# result sent meanwhile waits for the whole of it.
+_TOGETHER_MOST = 50
 
 
 # How often a waiting claim asks again with no wake, once this process has seen that others

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, and_, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session
 
+from archvocab.errors import HwnasError
 from archvocab.registry import parse_space
 from archvocab.wire import (
     Failure,
@@ -104,6 +105,28 @@ def claim(
             idle.clear()
         idle[agent_id] = device_class
     return lease
+
+
+def claim_together(services: Services, asks: list[tuple[str, Caller]]) -> list[JobLease | None]:
+    """Claims woken together by queued jobs (server.app.agent_path), each of an agent whose
+    last claim found nothing: a job queued for each is leased to it, all in one write
+    transaction, in the order asked. None where none is queued for the agent, or it may not
+    claim: its own `claim` then asks the searches for more, or says why. One at a time, a
+    hundred claims woken by a generation's jobs took a read and a write transaction each,
+    and the results sent meanwhile queued behind them (docs/benchmarks.md, "Claims woken
+    together lease together")."""
+    store = services.store
+    leases: list[JobLease | None] = []
+    with store.write_rows() as session:
+        now = store.now()
+        for agent_id, caller in asks:
+            try:  # (raised before the agent's row is written)
+                agent = seen(session, agent_id, now, store.settings.lease_seconds, caller)
+            except HwnasError:
+                leases.append(None)
+                continue
+            leases.append(_take(services, session, agent))
+    return leases
 
 
 _IDLE_KEPT = 100_000  # agents remembered as idle; forgetting one costs it one write

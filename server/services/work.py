@@ -104,9 +104,14 @@ class WorkSignal:
                     waiters = self._waiters.get(device_class, {})
                     for event in list(itertools.islice(waiters, jobs)):
                         woken.append((event, waiters.pop(event)))
+        # One call per event loop sets all of its claims' events: they resume in one turn of
+        # it, and those woken together ask together (server.app.agent_path).
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Event]] = {}
         for event, loop in woken:
+            by_loop.setdefault(loop, []).append(event)
+        for loop, events in by_loop.items():
             try:
-                loop.call_soon_threadsafe(event.set)
+                loop.call_soon_threadsafe(_set_all, events)
             except RuntimeError:  # its loop has closed: the server is going away
                 pass
 
@@ -138,3 +143,8 @@ class WorkSignal:
     def waiting(self) -> int:
         with self._guard:
             return sum(len(waiters) for waiters in self._waiters.values())
+
+
+def _set_all(events: list[asyncio.Event]) -> None:
+    for event in events:
+        event.set()

@@ -15,11 +15,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 
+from archvocab.wire import JobStatus
 from hwnas.testing.agents import start_agent
 from hwnas.testing.servers import api_client, serve
 from server.app import agent_path
 from server.services import jobs
+from server.services.auth import TRUSTED, Caller
+from server.store.rows import CandidateRow
 from tests.factories import claim_waiting, register, search_request
 
 
@@ -73,13 +77,18 @@ def test_queued_jobs_wake_as_many_waiting_claims_of_their_class(client, monkeypa
     for agent in [*cpus, jetson]:  # a first claim finds nothing: the agent's class is known
         assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
     asked: Counter[str] = Counter()
-    claim = jobs.claim
+    claim, claim_together = jobs.claim, jobs.claim_together
 
     def counted(services_, agent_id, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         asked[agent_id] += 1
         return claim(services_, agent_id, *args, **kwargs)
 
+    def counted_together(services_, asks):  # noqa: ANN001, ANN202
+        asked.update(agent_id for agent_id, _ in asks)
+        return claim_together(services_, asks)
+
     monkeypatch.setattr(jobs, "claim", counted)
+    monkeypatch.setattr(jobs, "claim_together", counted_together)
     answers: dict[str, httpx.Response] = {}
 
     def wait(agent: str) -> None:
@@ -97,6 +106,73 @@ def test_queued_jobs_wake_as_many_waiting_claims_of_their_class(client, monkeypa
     assert answers[jetson].status_code == 204
     # Each asked once as it began to wait; only the one woken asked again.
     assert sorted(asked[agent] for agent in cpus) == [1, 2] and asked[jetson] == 1
+
+
+def test_claims_woken_together_lease_their_jobs_together(client, monkeypatch):
+    """Five waiting claims woken by one search's jobs are leased theirs in one transaction
+    (`jobs.claim_together`), each a job of its own, none asking again on its own."""
+    monkeypatch.setattr(agent_path, "_RECHECK_S", 600.0)
+    services = client.app.state.services
+    agents = [register(client) for _ in range(5)]
+    for agent in agents:  # a first claim finds nothing: the agent's class is known
+        assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
+    alone: Counter[str] = Counter()
+    together: list[list[str]] = []
+    claim, claim_together = jobs.claim, jobs.claim_together
+
+    def counted(services_, agent_id, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        alone[agent_id] += 1
+        return claim(services_, agent_id, *args, **kwargs)
+
+    def counted_together(services_, asks):  # noqa: ANN001, ANN202
+        together.append([agent_id for agent_id, _ in asks])
+        return claim_together(services_, asks)
+
+    monkeypatch.setattr(jobs, "claim", counted)
+    monkeypatch.setattr(jobs, "claim_together", counted_together)
+    answers: dict[str, httpx.Response] = {}
+
+    def wait(agent: str) -> None:
+        answers[agent] = client.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25})
+
+    threads = [threading.Thread(target=wait, args=(agent,)) for agent in agents]
+    for thread in threads:
+        thread.start()
+    _until(lambda: services.work.waiting() == 5)
+    eight_jobs = {"initial": 8, "parents": 2, "mutations": 2, "crossovers": 2}
+    client.post("/api/v1/searches", json=search_request(population=eight_jobs))
+    for thread in threads:
+        thread.join(60)
+    assert all(answers[agent].status_code == 200 for agent in agents), answers
+    assert len({answers[agent].json()["job_id"] for agent in agents}) == 5
+    assert [sorted(asks) for asks in together] == [sorted(agents)]
+    assert all(alone[agent] == 1 for agent in agents)  # each as it began to wait, no more
+
+
+def test_claims_asked_together_get_the_jobs_there_are_and_no_one_elses(client):
+    """`jobs.claim_together` leases the queued jobs in the order asked; an agent with none
+    left, one that does not exist, and one its caller may not act for get None (their own
+    claims then say why), and the transaction still leases the others'."""
+    services = client.app.state.services
+    two_jobs = {"initial": 2, "parents": 1, "mutations": 1, "crossovers": 0}
+    client.post("/api/v1/searches", json=search_request(population=two_jobs))
+    first, second, third, stranger = (register(client) for _ in range(4))
+    someone_else = Caller("credential", agent_id=first)
+    asks = [
+        (stranger, someone_else),
+        ("no-such-agent", TRUSTED),
+        (first, TRUSTED),
+        (second, TRUSTED),
+        (third, TRUSTED),
+    ]
+    leases = jobs.claim_together(services, asks)
+    assert leases[0] is None and leases[1] is None and leases[4] is None
+    assert {leases[2].job_id, leases[3].job_id} == {1, 2}
+    with services.store.read() as session:
+        running = session.scalars(
+            select(CandidateRow.agent_id).where(CandidateRow.status == JobStatus.RUNNING)
+        ).all()
+    assert sorted(running) == sorted([first, second])
 
 
 def test_a_waiting_claim_with_no_work_is_answered_no_work_when_its_wait_ends(client):
