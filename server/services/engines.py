@@ -90,7 +90,7 @@ class EngineCache:
         # search id -> the lock a thread holds while it uses the search's engine outside the
         # store's write lock (a proposal round: server.services.arrivals.settle)
         self._locks: dict[int, threading.Lock] = {}
-        self._rounds: dict[int, threading.Condition] = {}  # notified as such a round is written
+        self._rounds: dict[int, _Rounds] = {}  # such rounds written, and waiters for the next
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
         self.catch_ups = 0  # stale engines brought up to date from the new rows only
         # Whether another server process writes to this store's searches: seen when an
@@ -133,17 +133,25 @@ class EngineCache:
         self.shared = True
 
     def round_written(self, search_id: int) -> None:
-        """A proposal round run outside the write lock was written: wake `wait_round`."""
-        condition = self._rounds.get(search_id)  # none: nobody waits (or the search ended)
-        if condition is not None:
-            with condition:
-                condition.notify_all()
+        """A thread let go of the search's engine lock (a proposal round run outside the write
+        lock was written, or results told): wake `wait_round`."""
+        rounds = self._rounds.get(search_id)  # none: no thread looked (or the search ended)
+        if rounds is not None:
+            rounds.moved()
 
-    def wait_round(self, search_id: int, timeout: float) -> None:
-        """Wait until the search's next round outside the write lock is written, or timeout."""
-        condition = self._rounds.setdefault(search_id, threading.Condition())
-        with condition:
-            condition.wait(timeout)
+    def rounds_written(self, search_id: int) -> int:
+        """How many times `round_written` was said of the search since a thread first asked
+        this: asked before finding its engine lock held, then `wait_round` since then."""
+        return self._rounds.setdefault(search_id, _Rounds()).written
+
+    def wait_round(self, search_id: int, since: int, timeout: float) -> bool:
+        """Wait until the search's engine lock is let go after `rounds_written` said `since`
+        (at once if it was already), or timeout; whether it was. Counted, not only signalled:
+        a holder that let go between the caller's look and its wait woke no one, and the
+        caller waited out its timeout (a second of each result's answer, under load)."""
+        rounds = self._rounds.setdefault(search_id, _Rounds())
+        with rounds.condition:
+            return rounds.condition.wait_for(lambda: rounds.written != since, timeout)
 
     def lock(self, search_id: int) -> threading.Lock:
         """The search's engine lock: whoever uses its engine outside the store's write lock
@@ -191,10 +199,9 @@ class EngineCache:
         the engine it heard with is the cached one), and a waiter for its next round is woken."""
         self.drop(search_id)
         self._locks.pop(search_id, None)
-        condition = self._rounds.pop(search_id, None)
-        if condition is not None:
-            with condition:
-                condition.notify_all()
+        rounds = self._rounds.pop(search_id, None)
+        if rounds is not None:
+            rounds.moved()
 
     def held(self) -> int:
         """Searches this cache keeps anything of (engines, locks, waiters)."""
@@ -208,6 +215,20 @@ class EngineCache:
             history=[_record(row) for row in session.execute(_history(search))],
             **_engine_kwargs(request, normaliser(search)),
         )
+
+
+class _Rounds:
+    """One search's engine lock let go (`EngineCache.round_written`), counted, and the
+    threads waiting for it to be."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.condition = threading.Condition()
+
+    def moved(self) -> None:
+        with self.condition:
+            self.written += 1
+            self.condition.notify_all()
 
 
 def _history(search: SearchRow) -> Select:

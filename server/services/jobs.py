@@ -89,16 +89,19 @@ def claim(
         # Results may wait to be told, or a proposal round may be under way in another
         # thread (`busy`): either leaves work queued once done.
         queued, busy, around, device_class = _top_up(services, agent_id)
+        engines = services.engines
         for search_id in around:  # outside the write lock; a round under way counts as busy
             if not settle(services, search_id, most=1):
                 propose_round(services, search_id)
-            if services.engines.lock(search_id).locked():
-                busy.append(search_id)
+            written = engines.rounds_written(search_id)  # before the look: `wait_round`
+            if engines.lock(search_id).locked():
+                busy.append((search_id, written))
             queued = True
         if queued:
             lease = _take_queued(services, agent_id)
         if lease is None and busy:
-            services.engines.wait_round(busy[0], _ROUND_WAIT_S)
+            search_id, written = busy[0]
+            engines.wait_round(search_id, written, _ROUND_WAIT_S)
             lease = _take_queued(services, agent_id)
     if lease is None:  # (a job taken makes it busy again: `_take`)
         if len(idle) >= _IDLE_KEPT:
@@ -332,16 +335,18 @@ def _measured_by(agent_id: str, others: set[tuple[str, str]]) -> ColumnElement[b
     return and_(_JOBS.c.round > 0, mine, runnable)
 
 
-def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[int], str]:
+def _top_up(
+    services: Services, agent_id: str
+) -> tuple[bool, list[tuple[int, int]], list[int], str]:
     """Let every running search this agent could serve hear the results waiting for it
     (`server.services.arrivals`) and propose for the free slots (strategies without a
     generation barrier propose per free agent: this may be the one they have not proposed
     for yet). A search another process or thread is busy with is skipped, not waited for.
     Returns whether a job this agent can take is queued now, the searches whose engines this
-    process's other threads hold, and those whose proposal rounds run outside the write lock
-    (`arrivals.rounds_outside`), left for the caller to settle and ask after this; and the
-    agent's device class."""
-    busy: list[int] = []
+    process's other threads hold (each with `EngineCache.rounds_written` before the look),
+    and those whose proposal rounds run outside the write lock (`arrivals.rounds_outside`),
+    left for the caller to settle and ask after this; and the agent's device class."""
+    busy: list[tuple[int, int]] = []
     around: list[int] = []
     with services.store.write() as session:
         store = services.store
@@ -354,9 +359,10 @@ def _top_up(services: Services, agent_id: str) -> tuple[bool, list[int], list[in
             if rounds_outside(search):
                 around.append(search.id)
                 continue
+            written = services.engines.rounds_written(search.id)  # before the look
             lock = services.engines.lock(search.id)
             if not lock.acquire(blocking=False):
-                busy.append(search.id)
+                busy.append((search.id, written))
                 continue
             try:
                 settle_in(services, session, search)

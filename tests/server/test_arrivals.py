@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from archvocab.wire import JobResult
 from server.app.factory import create_app
 from server.services import arrivals, jobs
+from server.services.engines import EngineCache
 from server.settings import Settings
 from server.store.store import take_search
 from tests.factories import register, search_request, synthetic_measurement
@@ -192,7 +193,8 @@ def test_a_settle_that_leaves_its_turn_to_another_process_wakes_the_waiting_clai
     lease = jobs.claim(services, agents[0])
     assert _report(services, agents[0], lease) == 1  # arrives
     # A claim that found the engine held waits for its round, up to its timeout.
-    waiter, _ = _in_thread("waiter", lambda: services.engines.wait_round(1, 60))
+    since = services.engines.rounds_written(1)
+    waiter, _ = _in_thread("waiter", lambda: services.engines.wait_round(1, since, 60))
     held = _SearchHeld(other, 1)
     try:
         settler, _ = _in_thread("settler", lambda: arrivals.settle(services, 1))
@@ -202,6 +204,16 @@ def test_a_settle_that_leaves_its_turn_to_another_process_wakes_the_waiting_clai
         held.release()
     settler.join(10)
     assert not settler.is_alive()
+
+
+def test_a_claim_that_found_the_engine_held_does_not_wait_when_it_was_let_go_already():
+    """The holder may let go between the claim's look and its wait: the wait must see that,
+    not wait out its timeout for a wake that came before it began (a lost wake-up)."""
+    engines = EngineCache()
+    since = engines.rounds_written(7)  # the claim's look: the engine lock is held
+    engines.round_written(7)  # the holder lets go before the claim waits
+    assert engines.wait_round(7, since, timeout=60)  # at once
+    assert not engines.wait_round(7, engines.rounds_written(7), timeout=0.01)  # none since
 
 
 def test_results_a_stopped_server_left_untold_are_told_by_the_next_claim(make_client):
