@@ -44,6 +44,43 @@ def _claims_waiting(url: str) -> float:
     raise AssertionError("no hwnas_claims_waiting in /metrics")
 
 
+def _counted_claims(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], list[list[str]]]:
+    """From now on, the claims each agent asks on its own (`jobs.claim`), and the agents of
+    each call that asks for several together (`jobs.claim_together`)."""
+    alone: Counter[str] = Counter()
+    together: list[list[str]] = []
+    claim, claim_together = jobs.claim, jobs.claim_together
+
+    def counted(services_, agent_id, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        alone[agent_id] += 1
+        return claim(services_, agent_id, *args, **kwargs)
+
+    def counted_together(services_, asks):  # noqa: ANN001, ANN202
+        together.append([agent_id for agent_id, _ in asks])
+        return claim_together(services_, asks)
+
+    monkeypatch.setattr(jobs, "claim", counted)
+    monkeypatch.setattr(jobs, "claim_together", counted_together)
+    return alone, together
+
+
+def _send_waiting_claims(
+    client, agents: list[str], wait_s: float
+) -> tuple[list[threading.Thread], dict[str, httpx.Response]]:
+    """Each agent's claim, waiting up to `wait_s`, sent from a thread of its own; returned
+    once all of them wait. Each answer lands in the dict as its thread ends."""
+    answers: dict[str, httpx.Response] = {}
+
+    def wait(agent: str) -> None:
+        answers[agent] = client.post(f"/api/v1/agents/{agent}/claim", params={"wait": wait_s})
+
+    threads = [threading.Thread(target=wait, args=(agent,)) for agent in agents]
+    for thread in threads:
+        thread.start()
+    _until(lambda: client.app.state.services.work.waiting() == len(agents))
+    return threads, answers
+
+
 def test_a_waiting_claim_gets_the_job_queued_while_it_waits(client, monkeypatch):
     # No asking again on a timer within the wait (a process alone does not; nor here one that
     # saw others write): only the wake can bring the job.
@@ -71,33 +108,12 @@ def test_queued_jobs_wake_as_many_waiting_claims_of_their_class(client, monkeypa
     """One job queued for two waiting agents of its class wakes one of them, and none of
     another class's: a thousand idle agents do not all look for one job."""
     monkeypatch.setattr(agent_path, "_RECHECK_S", 600.0)
-    services = client.app.state.services
     cpus = [register(client), register(client)]
     jetson = register(client, device_class="jetson")
     for agent in [*cpus, jetson]:  # a first claim finds nothing: the agent's class is known
         assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
-    asked: Counter[str] = Counter()
-    claim, claim_together = jobs.claim, jobs.claim_together
-
-    def counted(services_, agent_id, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        asked[agent_id] += 1
-        return claim(services_, agent_id, *args, **kwargs)
-
-    def counted_together(services_, asks):  # noqa: ANN001, ANN202
-        asked.update(agent_id for agent_id, _ in asks)
-        return claim_together(services_, asks)
-
-    monkeypatch.setattr(jobs, "claim", counted)
-    monkeypatch.setattr(jobs, "claim_together", counted_together)
-    answers: dict[str, httpx.Response] = {}
-
-    def wait(agent: str) -> None:
-        answers[agent] = client.post(f"/api/v1/agents/{agent}/claim", params={"wait": 4})
-
-    threads = [threading.Thread(target=wait, args=(agent,)) for agent in [*cpus, jetson]]
-    for thread in threads:
-        thread.start()
-    _until(lambda: services.work.waiting() == 3)
+    alone, together = _counted_claims(monkeypatch)
+    threads, answers = _send_waiting_claims(client, [*cpus, jetson], wait_s=4)
     one_job = {"initial": 1, "parents": 1, "mutations": 1, "crossovers": 0}
     client.post("/api/v1/searches", json=search_request(population=one_job))
     for thread in threads:
@@ -105,6 +121,7 @@ def test_queued_jobs_wake_as_many_waiting_claims_of_their_class(client, monkeypa
     assert sorted(answers[agent].status_code for agent in cpus) == [200, 204]
     assert answers[jetson].status_code == 204
     # Each asked once as it began to wait; only the one woken asked again.
+    asked = alone + Counter(agent for asks in together for agent in asks)
     assert sorted(asked[agent] for agent in cpus) == [1, 2] and asked[jetson] == 1
 
 
@@ -112,33 +129,11 @@ def test_claims_woken_together_lease_their_jobs_together(client, monkeypatch):
     """Five waiting claims woken by one search's jobs are leased theirs in one transaction
     (`jobs.claim_together`), each a job of its own, none asking again on its own."""
     monkeypatch.setattr(agent_path, "_RECHECK_S", 600.0)
-    services = client.app.state.services
     agents = [register(client) for _ in range(5)]
     for agent in agents:  # a first claim finds nothing: the agent's class is known
         assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
-    alone: Counter[str] = Counter()
-    together: list[list[str]] = []
-    claim, claim_together = jobs.claim, jobs.claim_together
-
-    def counted(services_, agent_id, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        alone[agent_id] += 1
-        return claim(services_, agent_id, *args, **kwargs)
-
-    def counted_together(services_, asks):  # noqa: ANN001, ANN202
-        together.append([agent_id for agent_id, _ in asks])
-        return claim_together(services_, asks)
-
-    monkeypatch.setattr(jobs, "claim", counted)
-    monkeypatch.setattr(jobs, "claim_together", counted_together)
-    answers: dict[str, httpx.Response] = {}
-
-    def wait(agent: str) -> None:
-        answers[agent] = client.post(f"/api/v1/agents/{agent}/claim", params={"wait": 25})
-
-    threads = [threading.Thread(target=wait, args=(agent,)) for agent in agents]
-    for thread in threads:
-        thread.start()
-    _until(lambda: services.work.waiting() == 5)
+    alone, together = _counted_claims(monkeypatch)
+    threads, answers = _send_waiting_claims(client, agents, wait_s=25)
     eight_jobs = {"initial": 8, "parents": 2, "mutations": 2, "crossovers": 2}
     client.post("/api/v1/searches", json=search_request(population=eight_jobs))
     for thread in threads:
