@@ -49,16 +49,15 @@ def tree_cpu_s(root: int | None) -> float:
     """CPU seconds of process `root` and its descendants, reaped children included."""
     if root is None:
         return 0.0
-    cpu = {}
-    for pid, fields in _stats():
-        cpu[pid] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    return sum(cpu.get(p, 0.0) for p in _tree(root))
+    stats = _stats()
+    cpu = {pid: sum(int(f) for f in fields[11:15]) for pid, fields in stats.items()}
+    return sum(cpu.get(p, 0) for p in _tree(root, stats)) / os.sysconf("SC_CLK_TCK")
 
 
 def tree_peak_rss_mb(root: int) -> float:
     """The peak resident memory (VmHWM) of process `root` and its descendants, summed, in MB."""
     kb = 0
-    for pid in _tree(root):
+    for pid in _tree(root, _stats()):
         with contextlib.suppress(OSError, ValueError):
             for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
@@ -66,18 +65,18 @@ def tree_peak_rss_mb(root: int) -> float:
     return round(kb / 1024, 1)
 
 
-def _stats() -> list[tuple[int, list[str]]]:
-    """Every process's pid and /proc/PID/stat fields after its name."""
-    stats = []
+def _stats() -> dict[int, list[str]]:
+    """Every process's /proc/PID/stat fields after its name, by pid."""
+    stats = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
-            stats.append((int(stat.parent.name), stat.read_text().rsplit(")", 1)[1].split()))
+            stats[int(stat.parent.name)] = stat.read_text().rsplit(")", 1)[1].split()
     return stats
 
 
-def _tree(root: int) -> set[int]:
-    """Process `root` and its descendants."""
-    parent = {pid: int(fields[1]) for pid, fields in _stats()}
+def _tree(root: int, stats: dict[int, list[str]]) -> set[int]:
+    """Process `root` and its descendants, by their /proc stat fields (`_stats`)."""
+    parent = {pid: int(fields[1]) for pid, fields in stats.items()}
     mine, todo = set(), [root]
     while todo:
         pid = todo.pop()

@@ -3,7 +3,7 @@
 CPython's full collection walks every object that can hold references, and every request of
 the process waits meanwhile. A server's heap grows with its searches (engines, result
 tables), and so does each full collection: under 200 agents on 4 searches of a few thousand
-results, 140-165 ms, five times in 30 s, a good part of the claims' tail (docs/benchmarks.md,
+results, 130-165 ms, five times in 30 s, a good part of the claims' tail (docs/benchmarks.md,
 "Full collections out of the requests' way"); a 100,000-result search holds well over a
 million objects, and a read that makes many objects of its own (a /points answer) set off a
 full collection of about 0.6 s ("The page's first load at 100,000": a fourth pass).

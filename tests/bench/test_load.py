@@ -178,23 +178,30 @@ def test_a_claims_wait_for_work_is_not_its_latency() -> None:
         assert net_of_work_wait(began, ms, began + 1e-7) <= ms
 
 
-def _collect(env: dict[str, str]) -> None:
-    """A Python process with bench/gc_trace on its path: one full collection, one of
-    generation 1, and no others (collection by allocation is off)."""
-    env = {**os.environ, "PYTHONPATH": str(load.GC_TRACE), **env}
+def _collect(folder: Path | None, cwd: Path) -> None:
+    """A Python process in `cwd` with bench/gc_trace on its path, told to trace into `folder`
+    (None: not told): one full collection, one of generation 1, and no others (collection by
+    allocation is off)."""
+    env = {k: v for k, v in os.environ.items() if k != "HWNAS_GC_TRACE"}
+    env["PYTHONPATH"] = str(load.GC_TRACE)
+    if folder is not None:
+        env["HWNAS_GC_TRACE"] = str(folder)
     code = "import gc; gc.disable(); gc.collect(); gc.collect(1)"
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, check=True)
 
 
 def test_full_collections_of_a_process_told_to_are_timed(tmp_path: Path) -> None:
-    _collect({"HWNAS_GC_TRACE": str(tmp_path)})
-    (log,) = tmp_path.glob("gc-*.log")
+    traced, untold = tmp_path / "traced", tmp_path / "untold"
+    traced.mkdir()
+    untold.mkdir()
+    _collect(traced, cwd=untold)
+    (log,) = traced.glob("gc-*.log")
     lines = log.read_text().splitlines()
     assert len(lines) == 1, lines  # the full collection, not generation 1's
     ended, ms = map(float, lines[0].split())
     assert ended > 1e9 and ms >= 0
-    _collect({"HWNAS_GC_TRACE": ""})  # no folder: nothing written anywhere
-    assert list(tmp_path.iterdir()) == [log]
+    _collect(None, cwd=untold)  # not told: nothing written, in its folder or anywhere else
+    assert list(untold.iterdir()) == [] and list(traced.iterdir()) == [log]
 
 
 def test_full_collections_are_read_with_those_after_the_warm_up_apart(tmp_path: Path) -> None:
