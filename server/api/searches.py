@@ -23,7 +23,7 @@ from archvocab.wire import (
     SpecForm,
 )
 from server.api.deps import Reader, SearchId, User, server_url, services_of
-from server.api.encoded import encoded_candidates
+from server.api.encoded import encoded_candidates, encoded_pieces
 from server.api.responses import AUTH_ERRORS
 from server.services import choosing, points, report, searches
 from server.services.views import frontier_csv
@@ -137,7 +137,7 @@ def get_points(
     `intervals=nominal` the intervals and groups of the nominal frontier points only."""
     services = services_of(request)
     answer = points.search_points(services, search_id, after, frontier_since, spec, intervals)
-    return Response(answer, media_type="application/json")
+    return encoded_pieces(request, answer)
 
 
 @router.get(

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from archvocab.wire import BASE_COLUMNS, IntervalScope, JobStatus, SearchPoints, SpecForm
+from server.services.compressed import Piece, Pieces
 from server.services.context import Services
 from server.services.results import ResultTable, Told
 from server.services.searches import in_flight
@@ -18,6 +19,9 @@ from server.store.store import get_search
 # 100,000-result table's rows took 0.25 s to gather and 0.1-0.2 s to encode on every read.
 ROW_BLOCK = 1024
 _ROWS = TypeAdapter(list[list[Any]])
+_FIELDS = TypeAdapter(dict[str, Any])
+# The members an answer's head leaves out: rows and frontier come from pieces.
+_APART = {"rows", "frontier", "intervals", "groups", "certain", "estimates", "left"}
 
 
 def search_points(
@@ -27,7 +31,7 @@ def search_points(
     frontier_since: str | None = None,
     spec: SpecForm = "full",
     intervals: IntervalScope = "all",
-) -> bytes:
+) -> Pieces:
     """SearchPoints as JSON: the table's rows after `after`, with each row's spec as its
     plain data (`full`) or as one line (`summary`: a quarter of the bytes, what the dashboard
     shows), and the frontier (what changed since `frontier_since`, when given), with the
@@ -43,13 +47,14 @@ def search_points(
     if changed is None:
         every = list(table.remeasured)
         frontier = table.per_frontier(
-            f"wire-{intervals}", lambda: _frontier_fields(table, table.frontier, intervals, every)
+            f"wire-{intervals}",
+            lambda: Piece.of(_members(_frontier_fields(table, table.frontier, intervals, every))),
         )
     else:
         on = sorted((table.told(a) for a in changed if a in table.uncertainty), key=lambda t: t.seq)
         left = sorted(a for a in changed if a not in table.uncertainty)
-        frontier = _frontier_fields(table, on, intervals, [*(t.arch_id for t in on), *left])
-        frontier["left"] = left
+        fields = _frontier_fields(table, on, intervals, [*(t.arch_id for t in on), *left])
+        frontier = _members({**fields, "left": left})
     request = table.request
     proxy = request.proxy_objective
     extra = [] if proxy in BASE_COLUMNS else [proxy]
@@ -58,44 +63,55 @@ def search_points(
     first = bisect_right(rows, after, 0, end, key=lambda t: t.seq)
     # Built from the table's own values: not validated again (a 100,000-result table's
     # frontier fields would take half a second); clients validate what they read.
-    answer = SearchPoints.model_construct(
+    head = SearchPoints.model_construct(
         search_id=search_id,
         status=status,
         objectives=list(request.objectives),
         columns=[*BASE_COLUMNS, *extra, "spec" if spec == "full" else "summary"],
-        rows=[],
         after=after,
         last=rows[end - 1].seq if end else 0,
-        **frontier,
         frontier_token=token,
         frontier_since=None if changed is None else frontier_since,
         epoch=table.epoch,
         queued=counts.get(JobStatus.QUEUED, 0),
         running=counts.get(JobStatus.RUNNING, 0),
+    ).model_dump_json(exclude=_APART)
+    # The object's other members follow its head's, from the pieces kept with the table.
+    return Pieces(
+        [head.encode()[:-1], b',"rows":[', *_rows_json(table, first, end, extra, spec), b"],"]
+        + [frontier, b"}"]
     )
-    # The rows go in place of the empty list: inside a JSON string its quotes would be
-    # escaped, so the first `"rows":[]` is the field's.
-    encoded = answer.model_dump_json().encode()
-    return encoded.replace(b'"rows":[]', b'"rows":' + _rows_json(table, first, end, extra, spec), 1)
 
 
-def _rows_json(table: ResultTable, first: int, end: int, extra: list[str], spec: SpecForm) -> bytes:
-    """`table.rows[first:end]` as a JSON array, from the blocks of ROW_BLOCK rows kept with
-    the table where the range covers one whole (rows never change once in the table)."""
+def _members(fields: dict[str, Any]) -> bytes:
+    """`fields` as the members of a JSON object, without its braces."""
+    return _FIELDS.dump_json(fields)[1:-1]
+
+
+def _rows_json(
+    table: ResultTable, first: int, end: int, extra: list[str], spec: SpecForm
+) -> list[Piece | bytes]:
+    """`table.rows[first:end]` as the comma-separated elements of a JSON array, from the
+    blocks of ROW_BLOCK rows kept with the table where the range covers one whole (rows never
+    change once in the table)."""
     rows = table.rows
-    parts = []
+    parts: list[Piece | bytes] = []
     at = first
     while at < end:
         block = at // ROW_BLOCK
         stop = min(end, (block + 1) * ROW_BLOCK)
         if at == block * ROW_BLOCK and stop == (block + 1) * ROW_BLOCK:
-            make = partial(_encode, rows[at:stop], extra, spec)
-            part = table.per_rows(f"json-{spec}-{ROW_BLOCK}", block, make)
+            make = partial(_piece, rows[at:stop], extra, spec)
+            part: Piece | bytes = table.per_rows(f"json-{spec}-{ROW_BLOCK}", block, make)
         else:
             part = _encode(rows[at:stop], extra, spec)
-        parts.append(part)
+        parts += [b",", part] if parts else [part]
         at = stop
-    return b"[" + b",".join(parts) + b"]"
+    return parts
+
+
+def _piece(told: list[Told], extra: list[str], spec: SpecForm) -> Piece:
+    return Piece.of(_encode(told, extra, spec))
 
 
 def _encode(told: list[Told], extra: list[str], spec: SpecForm) -> bytes:

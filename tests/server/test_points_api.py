@@ -272,3 +272,18 @@ def test_the_points_give_each_re_measured_result_the_estimate_the_candidates_giv
         assert estimate["latency_ms"] == pytest.approx(c["objectives"]["latency_ms"])
         assert estimate["memory_mb"] == pytest.approx(c["objectives"]["memory_mb"])
         assert estimate["latency_ms"] > c["measurement"]["latency_ms"] * 1.05  # the mean
+
+
+def test_points_come_gzipped_to_a_client_that_takes_gzip_and_plain_to_one_that_does_not(client):
+    search_id = _finished(client, budget={"max_evaluations": 14})
+    url = f"/api/v1/searches/{search_id}/points"
+    plain = client.get(url, headers={"accept-encoding": "identity"})
+    assert "content-encoding" not in plain.headers and len(plain.content) > 4096
+    for _ in range(2):  # the pieces made, then the pieces kept
+        zipped = client.get(url, headers={"accept-encoding": "gzip"})
+        assert zipped.headers["content-encoding"] == "gzip"
+        assert zipped.headers["vary"] == "Accept-Encoding"
+        assert zipped.num_bytes_downloaded < len(plain.content) / 2
+        assert zipped.json() == plain.json()
+    small = client.get(url, params={"after": 10**6}, headers={"accept-encoding": "gzip"})
+    assert "content-encoding" not in small.headers and small.json()["rows"] == []
