@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -71,9 +72,26 @@ def loopback_socket(port: int) -> socket.socket:
     return sock
 
 
-def start_server(db_path: Path, sock: socket.socket) -> tuple[uvicorn.Server, str, str]:
+@dataclass
+class DemoServer:
+    """The demo's server, in a thread of this process, and its own tokens."""
+
+    server: uvicorn.Server
+    thread: threading.Thread
+    user: str  # a user token
+    enrollment: str  # an agent enrollment token
+
+    def stop(self, timeout_s: float = 30) -> None:
+        """End the server and wait for its shutdown to finish: an interpreter that exits
+        while the thread still shuts the app down crashed at exit (SIGSEGV) in about one
+        `hwnas demo` in a dozen."""
+        self.server.should_exit = True
+        self.thread.join(timeout_s)
+
+
+def start_server(db_path: Path, sock: socket.socket) -> DemoServer:
     """The server on `sock`, with authentication on as `hwnas serve` has it, and the demo's
-    own tokens: (server, user token, agent enrollment token)."""
+    own tokens."""
     settings = Settings(
         database_url=Settings.database_url_from(str(db_path)), lease_seconds=60, auth=True
     )
@@ -85,13 +103,14 @@ def start_server(db_path: Path, sock: socket.socket) -> tuple[uvicorn.Server, st
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
-    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the server did not start on port {port}")
         time.sleep(0.05)
-    return server, user, enrollment
+    return DemoServer(server, thread, user, enrollment)
 
 
 def start_agent(url: str, log_path: Path, token: str) -> subprocess.Popen:
@@ -196,11 +215,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    server, token, enrollment = start_server(db_path, sock)
+    served = start_server(db_path, sock)
+    token = served.user
     # The agent's log goes to a folder of its own, not the working directory: it is for when
     # something goes wrong, and the end of the run says where it is.
     agent_log = Path(tempfile.mkdtemp(prefix="hwnas-demo-")) / "agent.log"
-    agent = start_agent(url, agent_log, enrollment)
+    agent = start_agent(url, agent_log, served.enrollment)
     try:
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=url, timeout=30, headers=headers) as client:
@@ -240,4 +260,4 @@ def run(args: argparse.Namespace) -> int:
             agent.wait(timeout=60)
         except subprocess.TimeoutExpired:
             agent.kill()
-        server.should_exit = True
+        served.stop()

@@ -6,7 +6,10 @@ import json
 import subprocess
 import sys
 
+import httpx
 import pytest
+
+from server.cli.demo import loopback_socket, start_server
 
 
 @pytest.mark.slow
@@ -24,3 +27,15 @@ def test_demo_json_prints_a_finished_search_and_its_frontier(tmp_path):
     assert out["search"]["progress"]["measured"] + out["search"]["progress"]["failed"] == 4
     assert out["pareto"] and all(p["measurement"]["latency_ms"] > 0 for p in out["pareto"])
     assert db.exists() and str(db) in done.stderr
+
+
+def test_the_demo_server_has_shut_down_when_stop_returns(tmp_path):
+    """The demo's process exits after `stop`: a server thread still shutting the app down
+    then crashed the interpreter at exit, in about one demo in a dozen."""
+    served = start_server(tmp_path / "demo.db", loopback_socket(0))
+    port = served.server.config.port
+    assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    served.stop()
+    assert not served.thread.is_alive()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
