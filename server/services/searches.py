@@ -88,9 +88,11 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
     write_round(services, search_id, engine, asked, slots, revision=0)
 
 
-# A round's proposals are written this many to a transaction: a first generation of 10,000
-# took the write lock for over 2 s in one (bench/create_blocking.py).
-ROUND_CHUNK = 500
+# A round's proposals are written this many to a transaction, so that others' requests get
+# in between: while a first generation of 10,000 was written, registrations waited 2.3 s at
+# worst in one transaction, 11-13 ms at the median 500 to one, and 3-4 ms 50 to one
+# (bench/create_blocking.py; docs/benchmarks.md, "A large first generation in small parts").
+ROUND_CHUNK = 50
 
 
 def write_round(

@@ -4,7 +4,10 @@ measure them, or, where the measurement cache has one, the measurement reused.""
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
+from typing import Any
 
+from sqlalchemy import Insert, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -12,57 +15,75 @@ from sqlalchemy.orm import Session
 from archvocab.wire import JobStatus
 from search.records import Candidate
 from server.store.cache import find_cached
-from server.store.rows import ArchitectureRow, CandidateRow, SearchRow
+from server.store.rows import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
 
 
 def enqueue(
     session: Session, search: SearchRow, batch: list[Candidate], now: datetime
 ) -> list[CandidateRow]:
-    """Persist a batch of proposals: architectures (shared) first, then their jobs.
+    """Persist a batch of proposals: architectures (shared) first, then their jobs, in the
+    batch's order.
 
     A proposal the cache already has a measurement for is stored as measured (reused) instead
     of queued; returns those rows, for the engine to be told.
+
+    Each table is written by one statement run for many rows (built once): a first
+    generation of 10,000 is written in small parts so that others' requests get in between
+    (server.services.searches.ROUND_CHUNK), and compiling a statement for the part's values,
+    or the unit of work's flush, cost more than the inserts themselves.
     """
-    rows = [
-        {
-            "arch_id": c.arch_id,
-            "spec": c.spec.to_dict(),
-            # scored by the engine when it admitted the candidate
-            "decoder_params": int(c.proxies["decoder_params"]),
-            "total_params": int(c.proxies["total_params"]),
-        }
-        for c in batch
-    ]
-    if rows:
-        # Architectures are shared by searches, which other server processes may be extending
-        # at this moment: whoever inserts one first wins, the others find it there.
-        insert = (pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert)(
-            ArchitectureRow
-        )
-        session.execute(insert.values(rows).on_conflict_do_nothing(index_elements=["arch_id"]))
-    session.flush()
+    if not batch:
+        return []
+    dialect = session.bind.dialect.name
+    session.execute(
+        _insert_architectures(dialect),
+        [
+            {
+                "arch_id": c.arch_id,
+                "spec": c.spec.to_dict(),
+                # scored by the engine when it admitted the candidate
+                "decoder_params": int(c.proxies["decoder_params"]),
+                "total_params": int(c.proxies["total_params"]),
+            }
+            for c in batch
+        ],
+    )
     cached = find_cached(session, search, [c.arch_id for c in batch])
-    rows = new_candidate_rows(search.id, batch, now)
-    for row in rows:
-        hit = cached.get(row.arch_id)
-        if hit is not None:
-            row.status, row.reused, row.finished_at = JobStatus.MEASURED, True, now
-            row.queued_at = None  # never waited for an agent
-            row.measurement = hit
-    session.add_all(rows)
-    session.flush()
-    return [row for row in rows if row.reused]
+    rows = [_candidate_columns(search.id, c, now, cached.get(c.arch_id)) for c in batch]
+    session.execute(insert(CandidateRow.__table__), rows)
+    reused = [row["arch_id"] for row in rows if row["reused"]]
+    if not reused:
+        return []
+    query = select(CandidateRow).where(
+        CandidateRow.search_id == search.id,
+        CandidateRow.round == 0,
+        CandidateRow.arch_id.in_(reused),
+    )
+    return list(session.scalars(query.order_by(CandidateRow.id)))
 
 
-def new_candidate_rows(search_id: int, batch: list[Candidate], now: datetime) -> list[CandidateRow]:
-    return [
-        CandidateRow(
-            search_id=search_id,
-            arch_id=c.arch_id,
-            generation=c.generation,
-            status=JobStatus.QUEUED,
-            queued_at=now,
-            prediction=c.predicted,
-        )
-        for c in batch
-    ]
+@cache
+def _insert_architectures(dialect: str) -> Insert:
+    """Architectures are shared by searches, which other server processes may be extending
+    at this moment: whoever inserts one first wins, the others find it there."""
+    insert_for = pg_insert if dialect == "postgresql" else sqlite_insert
+    return insert_for(ArchitectureRow.__table__).on_conflict_do_nothing(index_elements=["arch_id"])
+
+
+def _candidate_columns(
+    search_id: int, c: Candidate, now: datetime, hit: MeasurementRow | None
+) -> dict[str, Any]:
+    """A proposal's job row: queued, or measured already by the cache's `hit`."""
+    return {
+        "search_id": search_id,
+        "arch_id": c.arch_id,
+        "round": 0,
+        "generation": c.generation,
+        "status": JobStatus.QUEUED if hit is None else JobStatus.MEASURED,
+        "queued_at": now if hit is None else None,  # a reused one never waited for an agent
+        "attempts": 0,
+        "reused": hit is not None,
+        "finished_at": None if hit is None else now,
+        "measurement_id": None if hit is None else hit.id,
+        "prediction": c.predicted,
+    }
