@@ -279,6 +279,7 @@ def test_points_come_gzipped_to_a_client_that_takes_gzip_and_plain_to_one_that_d
     url = f"/api/v1/searches/{search_id}/points"
     plain = client.get(url, headers={"accept-encoding": "identity"})
     assert "content-encoding" not in plain.headers and len(plain.content) > 4096
+    assert plain.headers["vary"] == "Accept-Encoding"
     for _ in range(2):  # the pieces made, then the pieces kept
         zipped = client.get(url, headers={"accept-encoding": "gzip"})
         assert zipped.headers["content-encoding"] == "gzip"
