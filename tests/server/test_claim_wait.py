@@ -52,8 +52,10 @@ def _counted_claims(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], list
     claim, claim_together = jobs.claim, jobs.claim_together
 
     def counted(services_, agent_id, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        alone[agent_id] += 1
-        return claim(services_, agent_id, *args, **kwargs)
+        try:
+            return claim(services_, agent_id, *args, **kwargs)
+        finally:  # counted once it has looked: `_send_waiting_claims` waits for that
+            alone[agent_id] += 1
 
     def counted_together(services_, asks):  # noqa: ANN001, ANN202
         together.append([agent_id for agent_id, _ in asks])
@@ -65,10 +67,13 @@ def _counted_claims(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], list
 
 
 def _send_waiting_claims(
-    client, agents: list[str], wait_s: float
+    client, agents: list[str], wait_s: float, looked: Counter[str]
 ) -> tuple[list[threading.Thread], dict[str, httpx.Response]]:
     """Each agent's claim, waiting up to `wait_s`, sent from a thread of its own; returned
-    once all of them wait. Each answer lands in the dict as its thread ends."""
+    once all of them wait, each after its first look for work (counted in `looked`, from
+    `_counted_claims`): a claim waits from before that look, and a job queued while it
+    looks may be its answer without a wake. Each answer lands in the dict as its thread
+    ends."""
     answers: dict[str, httpx.Response] = {}
 
     def wait(agent: str) -> None:
@@ -78,6 +83,7 @@ def _send_waiting_claims(
     for thread in threads:
         thread.start()
     _until(lambda: client.app.state.services.work.waiting() == len(agents))
+    _until(lambda: all(looked[agent] for agent in agents))
     return threads, answers
 
 
@@ -113,7 +119,7 @@ def test_queued_jobs_wake_as_many_waiting_claims_of_their_class(client, monkeypa
     for agent in [*cpus, jetson]:  # a first claim finds nothing: the agent's class is known
         assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
     alone, together = _counted_claims(monkeypatch)
-    threads, answers = _send_waiting_claims(client, [*cpus, jetson], wait_s=4)
+    threads, answers = _send_waiting_claims(client, [*cpus, jetson], wait_s=4, looked=alone)
     one_job = {"initial": 1, "parents": 1, "mutations": 1, "crossovers": 0}
     client.post("/api/v1/searches", json=search_request(population=one_job))
     for thread in threads:
@@ -133,7 +139,7 @@ def test_claims_woken_together_lease_their_jobs_together(client, monkeypatch):
     for agent in agents:  # a first claim finds nothing: the agent's class is known
         assert client.post(f"/api/v1/agents/{agent}/claim").status_code == 204
     alone, together = _counted_claims(monkeypatch)
-    threads, answers = _send_waiting_claims(client, agents, wait_s=25)
+    threads, answers = _send_waiting_claims(client, agents, wait_s=25, looked=alone)
     eight_jobs = {"initial": 8, "parents": 2, "mutations": 2, "crossovers": 2}
     client.post("/api/v1/searches", json=search_request(population=eight_jobs))
     for thread in threads:
