@@ -12,7 +12,7 @@ from archvocab.wire import CandidateInfo
 from server.services.compressed import Pieces
 
 _CANDIDATES = TypeAdapter(list[CandidateInfo])
-# Smaller answers go plain, as the app's gzip middleware sends them.
+# Smaller answers go plain, here and through the app's gzip middleware.
 GZIP_FROM_BYTES = 4096
 
 

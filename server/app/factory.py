@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 
 from server.api.dashboard import router as dashboard_router
+from server.api.encoded import GZIP_FROM_BYTES
 from server.api.responses import document_errors
 from server.api.router import router
 from server.app.agent_path import AgentPath
@@ -17,6 +18,7 @@ from server.app.metrics import install_metrics
 from server.app.middleware.body_limit import LimitRequestBody
 from server.app.stopping import claims_answered_on_stop
 from server.app.sweeper import lease_schedule
+from server.services.compressed import LEVEL
 from server.services.context import Services
 from server.services.heap import keep_settled
 from server.settings import Settings
@@ -41,10 +43,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(dashboard_router)
     # The body-size limit is the innermost middleware, so metrics and logs see its 413s.
     app.add_middleware(LimitRequestBody, max_bytes=settings.max_request_bytes)
-    # Large answers (a 20,000-candidate points table is ~7 MB of JSON) shrink 3-4x. Level 1,
-    # not Starlette's 9: a 100,000-result table (38 MB) compresses in 0.29 s at 1 against
-    # 1.1 s at 6, for 12% more bytes (docs/benchmarks.md, "The page's first load at 100,000").
-    app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
+    # Large answers (a 20,000-candidate points table is ~7 MB of JSON) shrink 3-4x, at the
+    # level and from the size the answers made of kept pieces use (server.services.compressed).
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_FROM_BYTES, compresslevel=LEVEL)
     # The agents' claims, heartbeats and results skip the layers above (their answers are
     # small); what they cannot answer goes on through them.
     app.add_middleware(AgentPath, services=services, max_bytes=settings.max_request_bytes)
