@@ -10,7 +10,7 @@ import pytest
 
 from archvocab.wire import SearchCreate
 from server.services import remeasure
-from server.services.results import Again, ResultTable, Told, evidence_used
+from server.services.results import Again, ResultTable, Told, evidence_used, joins_together
 
 REQUEST = SearchCreate(objectives=["decoder_params", "latency_ms", "memory_mb"])
 
@@ -343,3 +343,41 @@ def test_a_result_re_measured_off_the_frontier_keeps_its_estimate() -> None:
     assert estimates == {fast.arch_id: table.describe(fast.arch_id).values}
     # the geometric mean of its two measurements
     assert estimates[fast.arch_id] == pytest.approx({"latency_ms": 150.0, "memory_mb": 130.0})
+
+
+def test_results_that_join_together_name_their_changes_as_joins_one_at_a_time_do() -> None:
+    # Batches large enough to join together (the front built from its members and them) give
+    # the frontier a table built at once has, and one change each that names what a reader of
+    # the state before must read again; neither way rebuilds (which would name nothing).
+    rng = random.Random(31)
+    rows = [told(i, rng, reading=i == 0) for i in range(1200)]
+    ways = {}
+    for together in (True, False):
+        table = ResultTable(1, REQUEST)
+        table.add(rows[:100])
+        held, token, position, joined = dict(table.uncertainty), table.frontier_token, 100, 0
+        batches = random.Random(32)
+        while position < len(rows):
+            step = batches.randint(30, 80)
+            batch = rows[position : position + step]
+            joined += joins_together(len(batch), len(table.frontier))
+            if together:
+                table.add(batch)
+            else:
+                for t in batch:
+                    table.add([t])
+            position += step
+            changed = table.changed_since(token)
+            assert changed is not None
+            for arch in changed:
+                held.pop(arch, None)
+                if arch in table.uncertainty:
+                    held[arch] = table.uncertainty[arch]
+            assert held == table.uncertainty
+            token = table.frontier_token
+        assert joined > 10  # most batches of this table join together
+        ways[together] = table
+    whole = ResultTable(1, REQUEST)
+    whole.add(rows)
+    assert snapshot(ways[True]) == snapshot(whole) == snapshot(ways[False])
+    assert ways[True].revision < ways[False].revision  # one change a batch, not one a joiner
