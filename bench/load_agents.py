@@ -9,6 +9,7 @@ Each agent registers with the enrollment token and loops claim -> think (a sleep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
@@ -88,10 +89,17 @@ class Load:
 
 # -- the simulated agents (in the generator processes) ----------------------------------------
 class Generator:
-    """One process's share of the agents, on one event loop and one connection pool."""
+    """One process's share of the agents, on one event loop; each agent has an HTTP client
+    (and a connection) of its own, as an agent on a device of its own does."""
 
-    def __init__(self, load: Load, http: httpx.AsyncClient, enroll: str, stop) -> None:  # noqa: ANN001 - an Event
-        self.load, self.http, self.stop = load, http, stop
+    def __init__(
+        self,
+        load: Load,
+        clients: dict[int, httpx.AsyncClient],
+        enroll: str,
+        stop,  # noqa: ANN001 - an Event
+    ) -> None:
+        self.load, self.clients, self.stop = load, clients, stop
         self.enroll = {"authorization": f"Bearer {enroll}"}
         self.requests: list[tuple] = []  # (kind, status (0: transport error), began, ms, error)
         self.accepted: list[tuple] = []  # (search_id, arch_id, job_id, agent_id, duplicate)
@@ -100,10 +108,12 @@ class Generator:
         # None from a server that does not say).
         self.claim_leases: list[tuple] = []
 
-    async def call(self, kind: str, path: str, headers: dict, body: dict | None = None):
+    async def call(
+        self, http: httpx.AsyncClient, kind: str, path: str, headers: dict, body: dict | None = None
+    ):
         began, start = time.time(), time.perf_counter()
         try:
-            reply = await self.http.post(path, headers=headers, json=body)
+            reply = await http.post(path, headers=headers, json=body)
             status = reply.status_code
             error = "" if status < 300 else reply.text[:300]
         except httpx.HTTPError as exc:
@@ -114,7 +124,8 @@ class Generator:
     async def agent(self, index: int) -> None:
         fingerprint = {**FINGERPRINT, "hostname": f"load-{index:04d}"}
         body = {"device_class": DEVICE_CLASS, "name": f"load-{index}", "fingerprint": fingerprint}
-        reply = await self.call("register", "/api/v1/agents", self.enroll, body)
+        http = self.clients[index]
+        reply = await self.call(http, "register", "/api/v1/agents", self.enroll, body)
         if reply is None or reply.status_code != 201:
             return
         info = reply.json()
@@ -129,7 +140,7 @@ class Generator:
         while not self.stop.is_set() or lease is not None:
             if lease is None:
                 asked = time.perf_counter()
-                reply = await self.call("claim", claim_path, auth)
+                reply = await self.call(http, "claim", claim_path, auth)
                 if reply is None or reply.status_code != 200:
                     # A claim that waited its time out asks again at once; one answered
                     # sooner (a server that does not wait) waits `idle_s` as any other.
@@ -143,9 +154,11 @@ class Generator:
                 self.claim_leases.append((began, ms, queued_epoch(lease)))
             self.leases.append(lease["job_id"])
             await asyncio.sleep(self.load.think_s * rng.uniform(0.5, 1.5))
-            lease = await self.report(agent_id, auth, lease)
+            lease = await self.report(http, agent_id, auth, lease)
 
-    async def report(self, agent_id: str, auth: dict, lease: dict) -> dict | None:
+    async def report(
+        self, http: httpx.AsyncClient, agent_id: str, auth: dict, lease: dict
+    ) -> dict | None:
         """Report the lease's measurement; a transport error or a 5xx is retried, as an agent
         does (the retry is a request of its own, and the failure stays counted). Returns the
         next job when the answer brought one (`claim_next`)."""
@@ -159,7 +172,7 @@ class Generator:
         }
         answer_lost = False
         for _ in range(REPORT_TRIES):
-            reply = await self.call("result", path, auth, body)
+            reply = await self.call(http, "result", path, auth, body)
             if reply is not None and reply.status_code == 200:
                 got = reply.json()
                 ids = (lease["search_id"], lease["arch_id"], lease["job_id"], agent_id)
@@ -180,14 +193,23 @@ def queued_epoch(lease: dict) -> float | None:
 
 
 async def _generate(load: Load, url: str, enroll: str, indices: list[int], stop, barrier):  # noqa: ANN001 - multiprocessing primitives
+    # One client per agent, made before the start: a pool shared by the process's agents
+    # spent most of the generators' CPU in the run's first seconds assigning 100 waiting
+    # requests to the connections it was opening, and the agents' first requests waited on it
+    # (docs/benchmarks.md, "The load's own start"). Each opens its connection on its first
+    # request, after the start, as a device does; one TLS context serves them all.
     limits = httpx.Limits(
-        max_connections=len(indices),
-        max_keepalive_connections=len(indices),
-        keepalive_expiry=load.keepalive_s,
+        max_connections=1, max_keepalive_connections=1, keepalive_expiry=load.keepalive_s
     )
-    timeout = httpx.Timeout(load.timeout_s)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as http:
-        generator = Generator(load, http, enroll, stop)
+    timeout, tls = httpx.Timeout(load.timeout_s), httpx.create_ssl_context()
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {
+            i: await stack.enter_async_context(
+                httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout, verify=tls)
+            )
+            for i in indices
+        }
+        generator = Generator(load, clients, enroll, stop)
         barrier.wait()  # every generator starts its agents together
         await asyncio.gather(*(generator.agent(i) for i in indices))
     return generator
