@@ -97,6 +97,14 @@ def verify(http: httpx.Client, search_ids: list[int], seen: Seen) -> dict:
     return checks
 
 
+def _shortened(line: str, head: int = 1000, tail: int = 6000) -> str:
+    """A log line short enough to keep: its start, and its end, where a traceback names
+    the frame that raised."""
+    if len(line) <= head + tail:
+        return line
+    return f"{line[:head]} [...] {line[-tail:]}"
+
+
 def scan_log(log: Path, keep: int = 20) -> dict:
     """The server's log: lines matching LOG_PATTERNS, error lines, 5xx answers, domain events
     by name, and the server's own time per request (its request log's duration_ms)."""
@@ -119,7 +127,7 @@ def scan_log(log: Path, keep: int = 20) -> dict:
             events[entry["event"]] += 1
         if found or failed or entry.get("level") in ("error", "critical"):
             if len(excerpt) < keep:
-                excerpt.append(line[:3000])
+                excerpt.append(_shortened(line))
     return {
         "patterns": {name: hits[name] for name in LOG_PATTERNS},
         "error_lines": levels["error"] + levels["critical"],
