@@ -3,8 +3,11 @@ import re
 import uuid
 
 import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from hwnas.testing import postgres
+from server.store.database import READ
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +31,27 @@ def postgres_url(postgres_cluster, request) -> str:
     url = postgres_cluster.create_database(name)
     yield url
     postgres_cluster.drop_database(name)
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def _refuse_writes_in_reads(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001, ARG001 - SQLAlchemy's event signature
+    (read,) = READ
+    if conn.get_execution_options().get(read) and statement.lstrip().upper().startswith(_WRITES):
+        _WRITTEN_IN_READS.append(statement[:200])  # seen at the end, should a server swallow it
+        raise AssertionError(f"a write in a read-only session (Store.read): {statement[:200]}")
+
+
+_WRITTEN_IN_READS: list[str] = []
+
+
+@pytest.fixture(autouse=True, scope="session")
+def reads_do_not_write():
+    """Every in-process store of the suite refuses a write in a session of `Store.read`: on
+    SQLite it works alone but fails with "database is locked" whenever another connection
+    wrote since the read began (server.store.database.READ)."""
+    event.listen(Engine, "before_cursor_execute", _refuse_writes_in_reads)
+    yield
+    event.remove(Engine, "before_cursor_execute", _refuse_writes_in_reads)
+    assert not _WRITTEN_IN_READS, f"writes in read-only sessions: {_WRITTEN_IN_READS[:5]}"

@@ -33,6 +33,10 @@ def make_engine(database_url: str, migrate: bool = True) -> Engine:
 
 
 WRITE = {"hwnas_write": True}  # execution options of a connection that will write (SQLite)
+# ...and of one that only reads: on SQLite a write there would have to upgrade the read
+# transaction, and fails with "database is locked" whenever another connection wrote since it
+# began, however long the busy timeout. The test suite refuses such writes (tests/conftest.py).
+READ = {"hwnas_read": True}
 
 
 def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects

@@ -18,7 +18,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from server.errors import NotFound
 from server.settings import Settings
-from server.store.database import WRITE, make_engine
+from server.store.database import READ, WRITE, make_engine
 from server.store.rows import SearchRow
 
 
@@ -36,7 +36,7 @@ class Store:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.db = make_engine(settings.database_url)
-        self._sessions = sessionmaker(self.db, expire_on_commit=False)
+        self._sessions = sessionmaker(self.db.execution_options(**READ), expire_on_commit=False)
         self._write_sessions = sessionmaker(
             self.db.execution_options(**WRITE), expire_on_commit=False
         )
