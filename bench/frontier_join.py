@@ -5,8 +5,9 @@ objectives (decoder parameters; latency and memory that grow with them, scattere
 noise keeps many points on the frontier beyond noise). Then `--new` more join it, with the
 noise model unchanged, two ways: one at a time (`NoisyFront.insert` each) and together (the
 front built from the members and them, `NoisyFront.of`). Each is the best of `--repeats`
-copies of the same table, in process CPU. `joins_together` decides between the two by a cost
-model whose constants these readings give: a join's fixed and per-member cost, a build's.
+copies of the same table, in process CPU; the two must make the same frontier.
+`joins_together` decides between the two by a cost model whose constants these readings give:
+a join's fixed and per-member cost, a build's.
 
     .venv/bin/python -m bench.frontier_join [--rows 400,1500,3000,10000,40000] [--new 8,32,128]
         [--json bench/results/frontier_join.json]
@@ -29,7 +30,10 @@ from server.services.results import ResultTable, Told
 REQUEST = SearchCreate(objectives=["decoder_params", "latency_ms", "memory_mb"])
 
 
-def told(i: int, rng: random.Random, reading: bool) -> Told:
+def told(i: int, rng: random.Random, reading: bool, busy: bool = False) -> Told:
+    """A synthetic result (also the result tables' tests'): its latency and memory grow with
+    its size, with enough scatter to leave some points off the frontier; with `reading`, a
+    reference reading taken after the earlier ones."""
     params = rng.uniform(1e6, 1e8)
     return Told(
         arch_id=f"arch{i}",
@@ -50,14 +54,15 @@ def told(i: int, rng: random.Random, reading: bool) -> Told:
         device_s=1.0,
         finished_at=None,
         prediction=None,
-        busy=False,
+        busy=busy,
         reference=(10.0 * rng.uniform(0.97, 1.03), 50.0) if reading else None,
-        reference_key=("agent", f"t{i:06d}") if reading else None,
+        reference_key=("agent", f"t{i:06d}") if reading else None,  # in time order
     )
 
 
-def cpu_ms(table: ResultTable, new: list[Told], together: bool, repeats: int) -> float:
-    """The best of `repeats` joins of `new` into copies of `table`, one way."""
+def joined(table: ResultTable, new: list[Told], together: bool, repeats: int) -> tuple:
+    """The best of `repeats` joins of `new` into copies of `table`, one way: (process CPU in
+    ms, the frontier it made, as arch ids)."""
     always, never = 0, 10**9
     decide = results.joins_together
     best = float("inf")
@@ -70,7 +75,7 @@ def cpu_ms(table: ResultTable, new: list[Told], together: bool, repeats: int) ->
             best = min(best, time.process_time() - start)
     finally:
         results.joins_together = decide
-    return 1000 * best
+    return 1000 * best, [t.arch_id for t in copied.frontier]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         table.add(rows[:n])
         members = len(table.frontier)
         for k in news:
-            one, together = (cpu_ms(table, rows[n : n + k], way, args.repeats) for way in (0, 1))
+            (one, front), (together, front_together) = (
+                joined(table, rows[n : n + k], way, args.repeats) for way in (False, True)
+            )
+            if front != front_together:
+                raise SystemExit(f"{n} rows, {k} new: the two ways made different frontiers")
             chosen = results.joins_together(k, members)
             runs.append(
                 {

@@ -9,38 +9,22 @@ import random
 import pytest
 
 from archvocab.wire import SearchCreate
+from bench.frontier_join import REQUEST, told
 from server.services import remeasure
 from server.services.results import Again, ResultTable, Told, evidence_used, joins_together
 
-REQUEST = SearchCreate(objectives=["decoder_params", "latency_ms", "memory_mb"])
 
-
-def told(i: int, rng: random.Random, reading: bool, busy: bool = False) -> Told:
-    params = rng.uniform(1e6, 1e8)
-    return Told(
-        arch_id=f"arch{i}",
-        seq=i + 1,
-        generation=0,
-        status="measured",
-        reused=False,
-        feasible=True,
-        values={
-            "decoder_params": params,
-            "total_params": 2 * params,
-            # cost grows with size, with enough scatter to leave some points off the frontier
-            "latency_ms": params / 1e6 * rng.uniform(0.7, 1.3),
-            "memory_mb": params / 1e5 * rng.uniform(0.8, 1.2),
-        },
-        hypervolume=None,
-        agent_id="agent",
-        spec={},
-        device_s=1.0,
-        finished_at=None,
-        prediction=None,
-        busy=busy,
-        reference=(10.0 * rng.uniform(0.97, 1.03), 50.0) if reading else None,
-        reference_key=("agent", f"t{i:05d}") if reading else None,  # in time order
-    )
+def read_again(held: dict, table: ResultTable, changed: set[str] | None) -> dict:
+    """A reader's copy of the frontier's uncertainty brought up to date by what
+    `changed_since` named: those members read again (None: the whole frontier)."""
+    if changed is None:
+        return dict(table.uncertainty)
+    held = dict(held)
+    for arch in changed:
+        held.pop(arch, None)
+        if arch in table.uncertainty:
+            held[arch] = table.uncertainty[arch]
+    return held
 
 
 def snapshot(table: ResultTable) -> tuple:
@@ -188,14 +172,7 @@ def test_re_measured_results_move_on_the_frontier_as_a_table_built_at_once_place
         assert snapshot(live) == snapshot(whole), j
         for arch, u in live.uncertainty.items():
             assert u == live.describe(arch, u.group, u.certain)
-        changed = live.changed_since(token)  # what a reader of the last state must read again
-        if changed is None:
-            held = dict(live.uncertainty)
-        else:
-            for arch in changed:
-                held.pop(arch, None)
-                if arch in live.uncertainty:
-                    held[arch] = live.uncertainty[arch]
+        held = read_again(held, live, live.changed_since(token))
         assert held == live.uncertainty
         token = live.frontier_token
     assert refits < 20 and back > 0  # most moved without a refit; some points came back
@@ -369,10 +346,7 @@ def test_results_that_join_together_name_their_changes_as_joins_one_at_a_time_do
             position += step
             changed = table.changed_since(token)
             assert changed is not None
-            for arch in changed:
-                held.pop(arch, None)
-                if arch in table.uncertainty:
-                    held[arch] = table.uncertainty[arch]
+            held = read_again(held, table, changed)
             assert held == table.uncertainty
             token = table.frontier_token
         assert joined > 10  # most batches of this table join together
