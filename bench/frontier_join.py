@@ -16,9 +16,11 @@ a join's fixed and per-member cost, a build's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from archvocab.wire import SearchCreate
@@ -60,21 +62,28 @@ def told(i: int, rng: random.Random, reading: bool, busy: bool = False) -> Told:
     )
 
 
+@contextlib.contextmanager
+def joining(together: bool) -> Iterator[None]:
+    """While it lasts, new results join a result table's frontier one way only: together
+    (built from the members and them) or one at a time, whatever `joins_together` says."""
+    decide = results.joins_together
+    results.joins_together = lambda new, members: together  # noqa: ARG005
+    try:
+        yield
+    finally:
+        results.joins_together = decide
+
+
 def joined(table: ResultTable, new: list[Told], together: bool, repeats: int) -> tuple:
     """The best of `repeats` joins of `new` into copies of `table`, one way: (process CPU in
     ms, the frontier it made, as arch ids)."""
-    always, never = 0, 10**9
-    decide = results.joins_together
     best = float("inf")
-    try:
-        results.joins_together = lambda n, m: (always if together else never) < n  # noqa: ARG005
+    with joining(together):
         for _ in range(repeats):
             copied = copy.deepcopy(table)
             start = time.process_time()
             copied.add(new)
             best = min(best, time.process_time() - start)
-    finally:
-        results.joins_together = decide
     return 1000 * best, [t.arch_id for t in copied.frontier]
 
 

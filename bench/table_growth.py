@@ -4,7 +4,7 @@ one process, results read from a `bench/large_search.py` database (issue 20, ite
 - a result joined to the frontier (`NoisyFront.insert`) against the rebuild from the
   frontier and it that came before, in the same run (`--results`): two tables are built
   from all but the last `--results` results, then each of those is added to both,
-  alternating which goes first: one table joins it, the other (`JOIN_AT_MOST = 0`) rebuilds.
+  alternating which goes first: one table joins it, the other rebuilds (`frontier_join.joining`).
   Both must end with the same frontier;
 - `--readings`: results as agents send them, each bringing the agent's latest reading of
   the reference architecture (a new one every 5 results, as agents take them): a new
@@ -31,9 +31,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench.frontier_join import joining
 from bench.machine import commit
 from bench.script import command_line
-from server.services import remeasure, results
+from server.services import remeasure
 from server.services.result_tables import _read
 from server.services.results import Again, ResultTable, Told
 from server.settings import Settings
@@ -100,14 +101,12 @@ def _join_against_rebuild(request, rows: list[Told], count: int) -> bool:
         tables[name].add(head)
         built[name] = time.perf_counter() - started
     times: dict[str, list[float]] = {"join": [], "rebuild": []}
-    join_at_most = results.JOIN_AT_MOST
     for i, t in enumerate(tail):
         for name in ("join", "rebuild") if i % 2 == 0 else ("rebuild", "join"):
-            results.JOIN_AT_MOST = join_at_most if name == "join" else 0
-            started = time.perf_counter()
-            tables[name].add([t])
-            times[name].append(time.perf_counter() - started)
-    results.JOIN_AT_MOST = join_at_most
+            with joining(together=name == "rebuild"):
+                started = time.perf_counter()
+                tables[name].add([t])
+                times[name].append(time.perf_counter() - started)
     same = [t.arch_id for t in tables["join"].frontier] == [
         t.arch_id for t in tables["rebuild"].frontier
     ] and tables["join"].uncertainty == tables["rebuild"].uncertainty
