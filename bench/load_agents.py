@@ -193,11 +193,11 @@ def queued_epoch(lease: dict) -> float | None:
 
 
 async def _generate(load: Load, url: str, enroll: str, indices: list[int], stop, barrier):  # noqa: ANN001 - multiprocessing primitives
-    # One client per agent, made before the start: a pool shared by the process's agents
-    # spent most of the generators' CPU in the run's first seconds assigning 100 waiting
-    # requests to the connections it was opening, and the agents' first requests waited on it
-    # (docs/benchmarks.md, "The load's own start"). Each opens its connection on its first
-    # request, after the start, as a device does; one TLS context serves them all.
+    # One client per agent, made before the start: with one pool shared by the process's 100
+    # agents, the generators used both cores in the run's first seconds, and the agents' first
+    # requests waited on their own process, not on the server (docs/benchmarks.md, "The load's
+    # own start"). Each opens its connection on its first request, after the start, as a
+    # device does; one TLS context serves them all.
     limits = httpx.Limits(
         max_connections=1, max_keepalive_connections=1, keepalive_expiry=load.keepalive_s
     )
