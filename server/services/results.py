@@ -272,7 +272,7 @@ class ResultTable:
         evidence = evidence_used(len(self._readings)), evidence_used(len(self._quiet_again))
         if self.noise is None or evidence != self._evidence or self._front is None:
             self._refit(evidence)
-            self._rebuild(np.arange(len(self.rows)), recompute=True)
+            self._rebuild()
             return
         if joins_together(len(new), len(self._front)):
             self._join_together(first, new)
@@ -363,17 +363,14 @@ class ResultTable:
             corrected[metric] = value * drift_factor(reading, level[i] if level else None)
         return Uncertainty(values, len(quiet), intervals, corrected, group, certain)
 
-    def _rebuild(self, keys: NDArray[np.intp], recompute: bool = False) -> None:
-        """The frontier beyond noise among the rows `keys` (ascending; those with a quiet
-        measurement count), vectorised: a search may hold 100,000 results. `recompute`: the
-        model moved, so every row's place is worked out again first."""
-        if recompute:
-            self._at = RowPoints(len(self.objectives))
-            self._at.extend(*self._points(self.rows), self.rows)
-        at = self._at
-        assert at is not None
-        keys = keys[at.usable[keys]]
-        mask, front = NoisyFront.of(at.nominal[keys], at.low[keys], at.high[keys], keys=keys)
+    def _rebuild(self) -> None:
+        """The noise model moved: every row's place worked out again, and the frontier beyond
+        noise built from all of them (those with a quiet measurement count), vectorised: a
+        search may hold 100,000 results."""
+        at = self._at = RowPoints(len(self.objectives))
+        at.extend(*self._points(self.rows), self.rows)
+        keys = np.flatnonzero(at.usable)
+        _, front = NoisyFront.of(at.nominal[keys], at.low[keys], at.high[keys], keys=keys)
         members = at.rows[front.keys].tolist()
         self._front, self.frontier = front, members
         self.plain_frontier = int(front.plain.sum())
