@@ -475,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    if args.idle < 1 or args.cycles < 1:
+        parser.error("--idle and --cycles: at least 1 (each cost is per claim timed)")
     result = run(args)
     if args.served:
         result.update(run_served(args))
