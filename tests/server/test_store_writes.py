@@ -1,11 +1,13 @@
-"""`write_columns`: a row's columns written at once, leaving nothing for the session's flush."""
+"""The store's writes: `write_columns` (a row's columns written at once, leaving nothing for the
+session's flush), and a write transaction that a read left unread does not lock out."""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event, func, select
 
 from server.settings import Settings
 from server.store.rows import SearchRow
@@ -77,3 +79,26 @@ def test_a_write_rolled_back_with_its_transaction_is_undone(store):
         raise RuntimeError("the transaction fails after the write")
     with store.read() as session:
         assert session.scalars(select(SearchRow.revision)).one() == 1
+
+
+def test_a_read_left_unread_does_not_lock_out_the_next_write(store, tmp_path):
+    with store.write() as session:
+        session.add_all([_search() for _ in range(3)])
+    with store.read() as session:
+        # A Core select reads its rows as they are asked for (an ORM one reads them all).
+        ids = session.execute(select(SearchRow.__table__.c.id))
+        next(iter(ids))  # as `all(...)` stops at its first False, the rest unread
+    # The result is still held (its frame has not ended), and another connection writes.
+    assert store.db.pool.checkedin() == 1  # the next session gets this very connection
+    other = sqlite3.connect(tmp_path / "w.db")
+    with other:
+        other.execute("UPDATE searches SET revision = revision + 1")
+    other.close()
+    # Without the cursor closed on checkin: "database is locked" at BEGIN IMMEDIATE, at once
+    # (a connection already reading gets no busy timeout: server.store.database).
+    with store.write() as session:
+        session.add(_search())
+    with store.read() as session:
+        assert session.scalar(select(func.count(SearchRow.id))) == 4
+    with pytest.raises(Exception, match="closed"):
+        ids.all()  # read after its session ended: an error, not a stale snapshot
