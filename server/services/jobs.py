@@ -233,8 +233,8 @@ def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
         if session.scalar(_ANY_WAITING, params):
             return False  # a result its searches have not been told of yet
         slots = measuring_slots(services, session, agent.device_class)
-        # Read to the end before `all` stops early: on SQLite a result left unread holds this
-        # read's snapshot on the pooled connection, and a write begun there fails at once.
+        # Read to the end, as `all` may stop early: a SQLite cursor left with rows keeps its
+        # read open until the connection's checkin closes it (server.store.database).
         searches = session.execute(_SERVED, params).all()
         return all(services.engines.known_idle(i, revision, slots) for i, revision in searches)
 
