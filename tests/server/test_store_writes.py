@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import event, func, select
+from sqlalchemy.exc import ProgrammingError
 
 from server.settings import Settings
 from server.store.rows import SearchRow
@@ -100,5 +101,5 @@ def test_a_read_left_unread_does_not_lock_out_the_next_write(store, tmp_path):
         session.add(_search())
     with store.read() as session:
         assert session.scalar(select(func.count(SearchRow.id))) == 4
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(ProgrammingError, match="closed cursor"):
         ids.all()  # read after its session ended: an error, not a stale snapshot
