@@ -3,6 +3,9 @@ as expected never reach the app behind; any other goes on to it whole, and gets 
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -10,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from server.app.agent_path import AgentPath
 from server.app.factory import create_app
-from server.services import auth
+from server.services import agents, auth
 from server.settings import Settings
 from tests.factories import FINGERPRINT, register, search_request, synthetic_measurement
 
@@ -200,3 +203,38 @@ def test_an_unknown_job_is_a_404_naming_it(fronted):
     answer = client.post("/api/v1/jobs/77/result", json=body)
     assert answer.status_code == 404 and answer.json()["resource"] == "job"
     assert behind.reached == []  # neither the registration nor the result
+
+
+def test_registrations_take_a_worker_thread_one_at_a_time_and_claims_go_on_meanwhile(
+    fronted, monkeypatch
+):
+    client, _ = fronted()
+    client.post("/api/v1/searches", json=search_request())
+    agent = register(client)
+    lock, one_inside = threading.Lock(), threading.Event()
+    inside, most, registered = 0, 0, 0
+    real = agents.register_agent
+
+    def slow_registration(*args, **kwargs):  # noqa: ANN002, ANN003 - register_agent's own
+        nonlocal inside, most, registered
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        one_inside.set()
+        time.sleep(0.05)
+        with lock:
+            inside -= 1
+            registered += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(agents, "register_agent", slow_registration)
+    with ThreadPoolExecutor(8) as pool:
+        registrations = [pool.submit(register, client) for _ in range(6)]
+        assert one_inside.wait(10)
+        claimed = client.post(f"/api/v1/agents/{agent}/claim")
+        registered_by_then = registered
+        new_agents = [registration.result() for registration in registrations]
+    assert claimed.status_code == 200
+    assert registered_by_then < 6  # the claim did not queue behind the registrations
+    assert most == 1
+    assert len(set(new_agents)) == 6
