@@ -4,9 +4,12 @@ A real `hwnas serve` (SQLite, loopback, `--no-auth`). One thread creates an LTS 
 the largest first generation the schema allows (`population.initial` 10,000); meanwhile
 another registers agents one after another (a write each) and times every registration.
 Reported: how long the create took, and the registrations' latency while it ran (count,
-median, max), beside the same registrations with nothing else going on.
+median, max, and the five longest with when each began), beside the same registrations with
+nothing else going on. `--server-pythonpath` serves the code that path finds (a worktree of
+the commit before a change); `--workdir` keeps the server's log (JSON lines).
 
     .venv/bin/python -m bench.create_blocking [--population 10000] [--json out.json]
+        [--server-pythonpath /tmp/before] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def _register(http: httpx.Client) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def _server_env(server_path: str | None) -> dict[str, str] | None:
+    """The code `server_path` finds served first (a worktree of a commit before a change)."""
+    return {"PYTHONPATH": server_path, "PYTHONSAFEPATH": "1"} if server_path else None
+
+
 def _summary(ms: list[float]) -> dict[str, float]:
     return {"n": len(ms), "median": statistics.median(ms), "max": max(ms)} if ms else {"n": 0}
 
@@ -51,7 +59,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     with (
         tempfile.TemporaryDirectory() as tmp,
-        serve(Path(tmp), Path(tmp) / "c.db", "--no-auth") as server,
+        serve(
+            args.workdir or Path(tmp),
+            Path(tmp) / "c.db",
+            "--no-auth",
+            "--log-format",
+            "json",
+            env=_server_env(args.server_pythonpath),
+        ) as server,
         httpx.Client(base_url=server.url, timeout=600) as http,
     ):
         quiet = [_register(http) for _ in range(args.quiet)]
@@ -68,10 +83,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             done.set()
 
         creator = threading.Thread(target=create)
+        created_at = time.perf_counter()
         creator.start()
         time.sleep(args.head_start)
-        during = []
+        during, began = [], []
         while not done.is_set():
+            began.append(time.perf_counter() - created_at)
             during.append(_register(http))
         creator.join()
     return {
@@ -79,9 +96,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "commit": commit(),
         "machine": machine(),
         "population": args.population,
+        "server_pythonpath": args.server_pythonpath,
         "create": created,
         "register_quiet_ms": _summary(quiet),
         "register_during_create_ms": _summary(during),
+        # The longest waits during the create, with when each began (s after the create did).
+        "slowest_during_create": [
+            {"began_s": round(t, 3), "ms": round(ms, 1)}
+            for ms, t in sorted(zip(during, began, strict=True), reverse=True)[:5]
+        ],
     }
 
 
@@ -91,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", type=int, default=50, help="registrations timed before")
     parser.add_argument("--head-start", type=float, default=0.5, help="seconds")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--workdir", type=Path, help="keep the server's log here")
+    parser.add_argument("--server-pythonpath", help="serve the code this path finds")
     args = parser.parse_args(argv)
     result = run(args)
     c, q, d = result["create"], result["register_quiet_ms"], result["register_during_create_ms"]

@@ -11,9 +11,9 @@ full collection of about 0.6 s ("The page's first load at 100,000": a fourth pas
 Two ways out of it, both by `gc.freeze`, which moves objects out of the collector's reach:
 - `settle_after`: once a large search has been read in, collect and freeze what the process
   holds;
-- `keep_settled` (for a server's life): after each full collection of the collector's own,
-  freeze what survived once it is `FREEZE_AT` objects or more, so that a full collection
-  walks only what came since.
+- `keep_settled` (for a server's life): freeze what the process holds as it starts; then,
+  after each full collection of the collector's own, freeze what survived once it is
+  `FREEZE_AT` objects or more, so that a full collection walks only what came since.
 
 Frozen objects are still freed when nothing refers to them any more. Only garbage in
 reference cycles among them would stay, so a settle first gives the ones frozen before back
@@ -87,8 +87,14 @@ def keep_settled() -> Iterator[None]:
     with _lock:
         _settled.users += 1
         if _settled.users == 1:
-            gc.unfreeze()
-            _settled.walk_all = True
+            # What the process holds as it starts (its modules, the app) is frozen as it is,
+            # unwalked: else the first full collection walks it all inside some request, a
+            # pause of 60-70 ms at a server's start here (docs/benchmarks.md, "The largest
+            # create lets others in between its parts"). Garbage in cycles among it is
+            # collected at the first walk of them all.
+            gc.freeze()
+            _settled.walked = _settled.frozen = gc.get_freeze_count()
+            _settled.walk_all = False
             # First: a pause timed by a later callback (bench/gc_trace) includes this one.
             gc.callbacks.insert(0, _settled.after)
     try:

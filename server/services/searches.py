@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from time import sleep
 from typing import Any
 
 from sqlalchemy import case, func, select, update
@@ -93,6 +94,9 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
 # worst in one transaction, 11-13 ms at the median 500 to one, and 3-4 ms 50 to one
 # (bench/create_blocking.py; docs/benchmarks.md, "A large first generation in small parts").
 ROUND_CHUNK = 50
+# What a round written in parts sleeps between them (`write_round`): a 10,000 first generation
+# takes 0.05 s longer.
+_BETWEEN_PARTS_S = 0.0002
 
 
 def write_round(
@@ -124,6 +128,10 @@ def write_round(
         services.engines.round_written(search_id)
         if not asked:
             return True
+        # A thread woken for the write lock must get a core before this one takes the lock
+        # again, or it waits out the next part too: requests waited up to 30-100 ms for parts
+        # of 2 ms (docs/benchmarks.md, "The largest create lets others in between its parts").
+        sleep(_BETWEEN_PARTS_S)
 
 
 def _enqueue(

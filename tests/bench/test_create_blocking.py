@@ -7,12 +7,19 @@ import json
 from pathlib import Path
 
 from bench import create_blocking
+from bench.proposal_cost import ROOT_PATH
 
 
 def test_a_tiny_run_times_registrations_beside_a_create(tmp_path: Path) -> None:
     out = tmp_path / "create.json"
     argv = ["--population", "300", "--quiet", "3", "--head-start", "0", "--json", str(out)]
+    argv += ["--server-pythonpath", ROOT_PATH, "--workdir", str(tmp_path)]
     assert create_blocking.main(argv) == 0
     result = json.loads(out.read_text())
     assert result["create"]["status"] == 201 and result["create"]["queued"] == 300
     assert result["register_quiet_ms"]["n"] == 3
+    during, slowest = result["register_during_create_ms"], result["slowest_during_create"]
+    assert len(slowest) == min(5, during["n"])
+    assert all(s["began_s"] >= 0 for s in slowest)
+    assert [s["ms"] for s in slowest] == sorted((s["ms"] for s in slowest), reverse=True)
+    assert list(tmp_path.glob("*.log"))  # the server's log is kept

@@ -397,6 +397,34 @@ def test_a_first_generation_written_in_parts_is_the_same_search(make_client, mon
     assert created["progress"]["generation"] == 0 and len(expected) == 10
 
 
+def test_a_round_written_in_parts_pauses_between_them_with_the_write_lock_let_go(
+    client, monkeypatch
+):
+    # A thread woken for the write lock gets a core meanwhile, and the lock: without the
+    # pause, the writing thread took the lock again first, and requests waited out run after
+    # run of parts (bench/create_blocking.py; a timing, so not asserted here).
+    from server.services import searches
+
+    monkeypatch.setattr(searches, "ROUND_CHUNK", 5)
+    services = client.app.state.services
+    parts, pauses = [], []
+    written = services.engines.round_written
+
+    def counted(search_id: int) -> None:
+        parts.append(search_id)
+        written(search_id)
+
+    def pause(seconds: float) -> None:
+        pauses.append((len(parts), seconds, services.store.write_lock._is_owned()))
+
+    monkeypatch.setattr(services.engines, "round_written", counted)
+    monkeypatch.setattr(searches, "sleep", pause)
+    client.post("/api/v1/searches", json=search_request(population={"initial": 12}))
+    assert len(parts) == 3
+    assert pauses == [(1, searches._BETWEEN_PARTS_S, False), (2, searches._BETWEEN_PARTS_S, False)]
+    assert searches._BETWEEN_PARTS_S > 0
+
+
 def test_a_search_that_ended_leaves_nothing_in_the_engine_cache(client):
     # Finished (hwnas, with rounds outside the write lock and their locks) and cancelled.
     engines = client.app.state.services.engines

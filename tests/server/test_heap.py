@@ -65,11 +65,20 @@ def _held(count: int) -> list[Held]:
     return [Held() for _ in range(count)]
 
 
+def test_what_a_server_holds_as_it_starts_is_frozen_without_a_walk():
+    gc.unfreeze()
+    before = _held(100)
+    collections = gc.get_stats()[2]["collections"]
+    with keep_settled():
+        assert gc.get_stats()[2]["collections"] == collections  # no full collection
+        assert not any(id(h) in _walked() for h in before)
+        assert heap._settled.walked > 0 and gc.get_freeze_count() > 0
+    assert all(id(h) in _walked() for h in before)  # given back at the end
+
+
 def test_a_server_keeps_what_survives_its_full_collections_out_of_the_next(monkeypatch):
     monkeypatch.setattr(heap, "FREEZE_AT", 1_000)
     with keep_settled():
-        gc.collect()  # the first full collection walks everything, and freezes what survived
-        assert gc.get_freeze_count() > 0
         few = _held(10)  # fewer survivors than FREEZE_AT stay the collector's
         gc.collect()
         walked = _walked()
@@ -87,7 +96,8 @@ def test_cycles_frozen_by_a_server_are_collected_once_the_frozen_objects_have_gr
     with keep_settled():
         held = Held()
         held.me = held
-        gc.collect()  # frozen with the rest
+        survivors = _held(2_000)  # noqa: F841 - enough of them to be frozen
+        gc.collect()  # frozen with the other survivors
         gone = weakref.ref(held)
         del held
         gc.collect()
