@@ -35,7 +35,7 @@ from search.records import Candidate
 from search.strategies import ENGINES
 from server.services.context import Services
 from server.services.engines import measured_values
-from server.services.searches import advance, measuring_slots, recorded, write_round
+from server.services.searches import advance, ask_again, measuring_slots, recorded, write_round
 from server.store.rows import ArrivalRow, CandidateRow, SearchRow
 from server.store.store import get_search, take_search
 
@@ -151,6 +151,7 @@ def propose_round(services: Services, search_id: int) -> None:
             raise
     finally:
         lock.release()
+    ask_again(services)
 
 
 def rounds_outside(search: SearchRow) -> bool:
@@ -234,6 +235,7 @@ def settle_after_answer(services: Services, search_id: int) -> None:
     agent has its receipt), and the results stay for the next claim or the schedule."""
     try:
         settle(services, search_id, look=False)
+        ask_again(services)
     except Exception:
         log.exception("search %s: telling it of new results failed; a claim will", search_id)
 
@@ -243,7 +245,9 @@ def settle_waiting(services: Services) -> int:
     or a failed settle left, for searches no claim reaches); returns how many results."""
     with services.store.read() as session:
         searches = session.scalars(select(ArrivalRow.search_id).distinct()).all()
-    return sum(settle(services, search_id) for search_id in searches)
+    told = sum(settle(services, search_id) for search_id in searches)
+    ask_again(services)
+    return told
 
 
 # The arrivals of a search, taken (built once: every result told at once runs it).

@@ -91,6 +91,10 @@ class EngineCache:
         # store's write lock (a proposal round: server.services.arrivals.settle)
         self._locks: dict[int, threading.Lock] = {}
         self._rounds: dict[int, _Rounds] = {}  # such rounds written, and waiters for the next
+        # Searches whose last round the measurement cache answered in part, to be asked again
+        # in a transaction of their own (server.services.searches.ask_again).
+        self._asked_later: set[int] = set()
+        self._asked_later_lock = threading.Lock()
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
         self.catch_ups = 0  # stale engines brought up to date from the new rows only
         # Whether another server process writes to this store's searches: seen when an
@@ -167,6 +171,22 @@ class EngineCache:
         """Whether asking the search again would propose nothing: its engine said so at this
         revision with these slots (nothing in the rows moved since, in any process)."""
         return self._idle.get(search_id) == (revision, slots)
+
+    def ask_later(self, search_id: int) -> None:
+        """Ask the search again once this transaction is over (`take_asked_later`)."""
+        with self._asked_later_lock:
+            self._asked_later.add(search_id)
+
+    def to_ask_later(self, search_id: int) -> bool:
+        """Whether the search waits to be asked again (`ask_later`)."""
+        with self._asked_later_lock:
+            return search_id in self._asked_later
+
+    def take_asked_later(self) -> list[int]:
+        """The searches to ask again, each handed to one caller."""
+        with self._asked_later_lock:
+            taken, self._asked_later = sorted(self._asked_later), set()
+        return taken
 
     def changed(self, session: Session, search: SearchRow) -> None:
         """The engine was told or asked something the rows now record: a new revision."""

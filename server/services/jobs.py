@@ -55,7 +55,7 @@ from server.services.auth import TRUSTED, Caller, check_agent
 from server.services.context import Services
 from server.services.events import log_event
 from server.services.leases import any_expired, requeue_expired
-from server.services.searches import advance, measuring_slots
+from server.services.searches import advance, ask_again, measuring_slots
 from server.settings import as_utc
 from server.store.cache import measurement_columns
 from server.store.job_results import (
@@ -97,6 +97,7 @@ def claim(
             if engines.lock(search_id).locked():
                 busy.append((search_id, written))
             queued = True
+        queued = ask_again(services) or queued  # rounds the cache answered go on
         if queued:
             lease = _take_queued(services, agent_id)
         if lease is None and busy:
@@ -541,7 +542,8 @@ def submit_result(
     """Record a job's measurement or failure, exactly once (see `_admit`), and let its search
     hear of it (`server.services.arrivals`): at once, in this transaction, where the
     strategy's proposal rounds are cheap and the store is SQLite; else afterwards. Returns the
-    receipt and the search still to `settle` (None when it was told, or for a duplicate).
+    receipt and the search still to `settle`, or to ask again (`searches.ask_again`): None
+    when it was told, or for a duplicate.
 
     On a PostgreSQL store that other server processes write to as well (`EngineCache.shared`)
     a result only arrives: its transaction locks the agent's row and then the job's, as a
@@ -583,6 +585,10 @@ def submit_result(
         else:
             arrive(session, search.id, job_id)
         taken = _take(services, session, agent) if take_next else None
+    if search_id is None and services.engines.to_ask_later(job.search_id):
+        # The cache answered the round this result asked for: the rounds after it are asked
+        # once the answer has gone, with the settle (`searches.ask_again`).
+        search_id = job.search_id
     log_event(
         "job.result",
         job_id=job_id,

@@ -165,3 +165,38 @@ def test_a_database_from_an_older_version_is_refused_with_the_missing_columns(tm
         )
     with pytest.raises(SchemaMismatch, match="measurements.*lacks column.*result"):
         create_app(Settings(database_url=f"sqlite:///{path}"))
+
+
+def test_a_search_the_cache_replays_whole_is_told_a_round_to_a_transaction(client):
+    # One transaction telling the whole replay held every other request up for it: 5,832
+    # cached candidates in 2.2 s (docs/benchmarks.md, "Bad neighbours").
+    agent = register(client)
+    first, first_candidates, _ = _run_search(client, agent)
+    generations = len({c["generation"] for c in first_candidates})
+    assert generations >= 3
+    commits: list[int] = []
+
+    class Counted:
+        def committing(self, session) -> None:  # noqa: ANN001 - a Session
+            commits.append(1)
+
+        def committed(self) -> None:
+            pass
+
+        def rolled_back(self) -> None:
+            pass
+
+    client.app.state.services.store.observe(Counted())
+    second, second_candidates, jobs = _run_search(client, agent)
+    assert jobs == 0 and second["status"] == "finished"
+    # the search's row, then each generation told (and asked for) in transactions of its own
+    assert len(commits) >= 1 + generations
+    assert [(c["generation"], c["arch_id"]) for c in second_candidates] == [
+        (c["generation"], c["arch_id"]) for c in first_candidates
+    ]
+    traces = [
+        client.get(f"/api/v1/searches/{s['id']}/hypervolume").json()["points"]
+        for s in (first, second)
+    ]
+    volumes = [[(p["results"], p["hypervolume"]) for p in points] for points in traces]
+    assert volumes[1] == volumes[0] and len(volumes[0]) == first["progress"]["measured"]
