@@ -164,7 +164,7 @@ def probe_phase(probe: Agent, seconds: float, neighbour) -> dict:  # noqa: ANN00
     }
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace, argv: list[str] | None) -> dict:
     phases: dict[str, dict] = {}
     seen, repeats = Seen(), []
     with tempfile.TemporaryDirectory() as tmp:
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> dict:
         log = scan_log(folder / "server.log")
     failed = sum(1 for _, status, _ in seen.requests if status == 0 or status >= 500)
     return {
-        "command": command_line(["python", "-m", "bench.bad_neighbours"], args.argv),
+        "command": command_line(["python", "-m", "bench.bad_neighbours"], argv),
         "commit": commit(),
         "machine": machine(),
         "phase_s": args.phase_s,
@@ -233,10 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=HERE / "results" / "bad_neighbours.json")
     parser.add_argument("--workdir", type=Path, help="keep the database and the server's log")
     args = parser.parse_args(argv)
-    args.argv = argv
     if args.phase_s <= 0 or args.lease_s <= 0 or args.repeats < 1:
         parser.error("--phase-s and --lease-s must be positive, --repeats at least 1")
-    out = run(args)
+    out = run(args, argv)
     for phase, figures in out["phases"].items():
         probe = figures["probe_ms"]
         line = ", ".join(

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from bench.machine import commit, machine
-from bench.script import command_line, write_json
+from bench.script import command_line, served_from, write_json
 from hwnas.testing.measurements import FINGERPRINT
 from hwnas.testing.servers import serve
 
@@ -38,11 +38,6 @@ def _register(http: httpx.Client) -> float:
     )
     answer.raise_for_status()
     return (time.perf_counter() - start) * 1000
-
-
-def _server_env(server_path: str | None) -> dict[str, str] | None:
-    """The code `server_path` finds served first (a worktree of a commit before a change)."""
-    return {"PYTHONPATH": server_path, "PYTHONSAFEPATH": "1"} if server_path else None
 
 
 def _summary(ms: list[float]) -> dict[str, float]:
@@ -65,7 +60,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--no-auth",
             "--log-format",
             "json",
-            env=_server_env(args.server_pythonpath),
+            env=served_from(args.server_pythonpath),
         ) as server,
         httpx.Client(base_url=server.url, timeout=600) as http,
     ):

@@ -36,7 +36,7 @@ from bench.load import start_search
 from bench.load_agents import DEVICE_CLASS, FINGERPRINT, Load
 from bench.load_checks import latency_stats
 from bench.machine import commit, machine, tree_cpu_s
-from bench.script import command_line, write_json
+from bench.script import command_line, served_from, write_json
 from hwnas.testing.servers import serve
 
 HERE = Path(__file__).resolve().parent
@@ -168,7 +168,7 @@ def medians(rounds: list[dict]) -> dict:
 def run(args: argparse.Namespace, argv: list[str] | None) -> dict:
     versions: dict[str, dict | None] = {"this": None}
     if args.baseline_pythonpath:
-        versions["baseline"] = {"PYTHONPATH": args.baseline_pythonpath, "PYTHONSAFEPATH": "1"}
+        versions["baseline"] = served_from(args.baseline_pythonpath)
     rounds: dict[str, list[dict]] = {name: [] for name in versions}
     for r in range(args.rounds):
         for name in list(versions) if r % 2 == 0 else list(reversed(versions)):

@@ -29,7 +29,7 @@ import httpx
 
 from bench.load_agents import DEVICE_CLASS, FINGERPRINT
 from bench.machine import commit, machine, tree_cpu_s
-from bench.script import command_line, write_json
+from bench.script import command_line, served_from, write_json
 from hwnas.testing.servers import RunningServer, serve
 
 HERE = Path(__file__).resolve().parent
@@ -57,7 +57,7 @@ def register_round(
 def run(args: argparse.Namespace, argv: list[str] | None) -> dict:
     versions = {"this": None}
     if args.baseline_pythonpath:
-        versions["baseline"] = {"PYTHONPATH": args.baseline_pythonpath, "PYTHONSAFEPATH": "1"}
+        versions["baseline"] = served_from(args.baseline_pythonpath)
     rounds: dict[str, list[float]] = {name: [] for name in versions}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         served = {}

@@ -50,7 +50,7 @@ from sqlalchemy import event
 
 from archvocab.wire import JobResult
 from bench.machine import commit, machine, tree_cpu_s
-from bench.script import command_line, write_json
+from bench.script import command_line, served_from, write_json
 from hwnas.testing import postgres
 from hwnas.testing.measurements import (
     FINGERPRINT,
@@ -300,9 +300,7 @@ def run_served(args: argparse.Namespace) -> dict[str, Any]:
             agent.cycle()
         start_results = {"this": _measured(here.http)}  # when the timed rounds begin
         if args.baseline_pythonpath:
-            # PYTHONSAFEPATH: `python -m hwnas` would put the working directory (this
-            # checkout) ahead of PYTHONPATH.
-            env = {"PYTHONPATH": args.baseline_pythonpath, "PYTHONSAFEPATH": "1"}
+            env = served_from(args.baseline_pythonpath)
             there = _served_search(stack, tmp, "baseline", args, env, warmed)
             baseline = Agent(
                 there.http, there.server.procs.agent_token, args.readings, claim_next=True

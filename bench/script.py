@@ -1,5 +1,6 @@
 """The edges every benchmark script shares: its defaults from a preset (full or `--quick`),
-the command line a result file records, paths as it shows them, and the JSON file it writes."""
+the command line a result file records, paths as it shows them, the JSON file it writes, and
+the environment that serves another checkout's code."""
 
 from __future__ import annotations
 
@@ -40,3 +41,10 @@ def write_json(path: Path, payload: Any, **dumps: Any) -> None:
     `dumps` go to json.dumps (each result file keeps its own layout)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, **dumps) + "\n")
+
+
+def served_from(pythonpath: str | None) -> dict[str, str] | None:
+    """The environment in which `hwnas serve` runs the code `pythonpath` finds (a worktree of
+    the commit before a change); None: this checkout's. PYTHONSAFEPATH: `python -m hwnas`
+    would put the working directory (this checkout) ahead of PYTHONPATH."""
+    return {"PYTHONPATH": pythonpath, "PYTHONSAFEPATH": "1"} if pythonpath else None
