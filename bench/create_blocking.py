@@ -1,15 +1,21 @@
-"""Does creating a very large search hold up everyone else? (issue 20, "Bad input")
+"""Does a very large proposal round hold up everyone else? (issue 20, "Bad input")
 
-A real `hwnas serve` (SQLite, loopback, `--no-auth`). One thread creates an LTS search with
-the largest first generation the schema allows (`population.initial` 10,000); meanwhile
-another registers agents one after another (a write each) and times every registration.
-Reported: how long the create took, and the registrations' latency while it ran (count,
+A real `hwnas serve` (SQLite, loopback, `--no-auth`). One thread starts a large round of an LTS
+search; meanwhile another registers agents one after another (a write each) and times every
+registration. Two rounds, each the largest the schema allows by default:
+
+- `--round create`: a search created with a first generation of `--population` (10,000);
+- `--round next`: a search whose first generation of `--initial` an agent measures, bred to a
+  next generation of `--population` (up to 20,000: `mutations` and `crossovers` half each).
+  Timed from the result that completes the first generation until the next one is queued.
+
+Reported: how long the round took, and the registrations' latency while it ran (count,
 median, max, and the five longest with when each began), beside the same registrations with
 nothing else going on. `--server-pythonpath` serves the code that path finds (a worktree of
 the commit before a change); `--workdir` keeps the server's log (JSON lines).
 
-    .venv/bin/python -m bench.create_blocking [--population 10000] [--json out.json]
-        [--server-pythonpath /tmp/before] [--workdir DIR]
+    .venv/bin/python -m bench.create_blocking [--round create|next] [--population 10000]
+        [--json out.json] [--server-pythonpath /tmp/before] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import httpx
 
 from bench.machine import commit, machine
 from bench.script import command_line, served_from, write_json
-from hwnas.testing.measurements import FINGERPRINT
+from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
 from hwnas.testing.servers import serve
 
 
@@ -44,14 +50,57 @@ def _summary(ms: list[float]) -> dict[str, float]:
     return {"n": len(ms), "median": statistics.median(ms), "max": max(ms)} if ms else {"n": 0}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    request = {
+def _search(args: argparse.Namespace) -> dict[str, Any]:
+    if args.round == "create":
+        population = {"initial": args.population, "parents": 20}
+        budget = args.population
+    else:
+        half = args.population // 2
+        population = {
+            "initial": args.initial,
+            "parents": 20,
+            "mutations": half,
+            "crossovers": args.population - half,
+        }
+        budget = args.initial + args.population
+    return {
         "name": "large",
         "device_class": "bench-cpu",
         "strategy": "lts",
-        "budget": {"max_evaluations": args.population},
-        "population": {"initial": args.population, "parents": 20},
+        "budget": {"max_evaluations": budget},
+        "population": population,
     }
+
+
+def _measure_all_but_one(http: httpx.Client, jobs: int) -> tuple[str, dict]:
+    """An agent measures all but the last of the first generation's `jobs`: its id and the
+    last job's lease, unreported."""
+    answer = http.post(
+        "/api/v1/agents", json={"device_class": "bench-cpu", "fingerprint": FINGERPRINT}
+    )
+    answer.raise_for_status()
+    agent = answer.json()["agent_id"]
+    leases = []
+    for _ in range(jobs):
+        claimed = http.post(f"/api/v1/agents/{agent}/claim")
+        assert claimed.status_code == 200, claimed.text
+        leases.append(claimed.json())
+    for lease in leases[:-1]:
+        _report(http, agent, lease)
+    return agent, leases[-1]
+
+
+def _report(http: httpx.Client, agent: str, lease: dict) -> None:
+    body = {
+        "agent_id": agent,
+        "lease_id": lease["lease_id"],
+        "measurement": synthetic_measurement(lease["spec"]),
+    }
+    http.post(f"/api/v1/jobs/{lease['job_id']}/result", json=body).raise_for_status()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    request = _search(args)
     with (
         tempfile.TemporaryDirectory() as tmp,
         serve(
@@ -65,19 +114,39 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         httpx.Client(base_url=server.url, timeout=600) as http,
     ):
         quiet = [_register(http) for _ in range(args.quiet)]
+        if args.round == "next":
+            created = http.post("/api/v1/searches", json=request)
+            created.raise_for_status()
+            search_id = created.json()["id"]
+            agent, last = _measure_all_but_one(http, args.initial)
         done = threading.Event()
-        created: dict[str, Any] = {}
+        round_: dict[str, Any] = {}
 
         def create() -> None:
             start = time.perf_counter()
             with httpx.Client(base_url=server.url, timeout=600) as own:
                 answer = own.post("/api/v1/searches", json=request)
-            created["s"] = time.perf_counter() - start
-            created["status"] = answer.status_code
-            created["queued"] = answer.json()["progress"]["queued"]
+            round_["s"] = time.perf_counter() - start
+            round_["status"] = answer.status_code
+            round_["queued"] = answer.json()["progress"]["queued"]
             done.set()
 
-        creator = threading.Thread(target=create)
+        def next_generation() -> None:
+            start = time.perf_counter()
+            with httpx.Client(base_url=server.url, timeout=600) as own:
+                _report(own, agent, last)
+                round_["result_s"] = time.perf_counter() - start
+                while True:  # until the next generation is queued
+                    progress = own.get(f"/api/v1/searches/{search_id}").json()["progress"]
+                    if progress["queued"] >= args.population or time.perf_counter() - start > 600:
+                        break
+                    time.sleep(0.05)
+            round_["s"] = time.perf_counter() - start
+            round_["status"] = 200
+            round_["queued"] = progress["queued"]
+            done.set()
+
+        creator = threading.Thread(target=create if args.round == "create" else next_generation)
         created_at = time.perf_counter()
         creator.start()
         time.sleep(args.head_start)
@@ -90,12 +159,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "command": command_line([".venv/bin/python", "-m", "bench.create_blocking"], None),
         "commit": commit(),
         "machine": machine(),
+        "round": args.round,
         "population": args.population,
+        "initial": args.initial if args.round == "next" else args.population,
         "server_pythonpath": args.server_pythonpath,
-        "create": created,
+        "create": round_,
         "register_quiet_ms": _summary(quiet),
         "register_during_create_ms": _summary(during),
-        # The longest waits during the create, with when each began (s after the create did).
+        # The longest waits during the round, with when each began (s after it did).
         "slowest_during_create": [
             {"began_s": round(t, 3), "ms": round(ms, 1)}
             for ms, t in sorted(zip(during, began, strict=True), reverse=True)[:5]
@@ -105,20 +176,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--population", type=int, default=10_000)
+    parser.add_argument("--round", choices=["create", "next"], default="create")
+    parser.add_argument("--population", type=int, default=None, help="the large round's size")
+    parser.add_argument("--initial", type=int, default=20, help="first generation (--round next)")
     parser.add_argument("--quiet", type=int, default=50, help="registrations timed before")
     parser.add_argument("--head-start", type=float, default=0.5, help="seconds")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--workdir", type=Path, help="keep the server's log here")
     parser.add_argument("--server-pythonpath", help="serve the code this path finds")
     args = parser.parse_args(argv)
+    if args.population is None:  # the schema's largest
+        args.population = 10_000 if args.round == "create" else 20_000
     result = run(args)
     c, q, d = result["create"], result["register_quiet_ms"], result["register_during_create_ms"]
-    print(f"create: {c['s']:.1f} s (HTTP {c['status']}, {c['queued']} queued)")
+    print(f"{args.round}: {c['s']:.1f} s (HTTP {c['status']}, {c['queued']} queued)")
     print(f"registrations, quiet: median {q['median']:.1f} ms, max {q['max']:.1f} ms (n={q['n']})")
     if d["n"]:
         print(
-            f"registrations during the create: median {d['median']:.1f} ms, max "
+            f"registrations during the round: median {d['median']:.1f} ms, max "
             f"{d['max']:.1f} ms (n={d['n']})"
         )
     if args.json:

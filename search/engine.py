@@ -186,6 +186,12 @@ class Engine:
         return set(self._pending)
 
     @property
+    def awaiting_results(self) -> bool:
+        """Whether a proposed candidate is still untold. Once none is, a generational
+        strategy's next `ask` proposes a whole generation."""
+        return bool(self._pending)
+
+    @property
     def proposed(self) -> int:
         """How many candidates were proposed (failed ones included)."""
         return len(self._candidates)

@@ -172,18 +172,20 @@ def _settle_around(services: Services, search_id: int, most: int | None) -> int:
     turn = _Turn()
     try:
         while True:
-            written = False
+            written, rest = False, None
             with services.store.write() as session:
                 search = take_search(session, search_id)
                 if search is not None:
                     if heard is not None:
-                        written = _write_heard(services, session, search, *heard)
+                        rest = _write_heard(services, session, search, *heard)
+                        written = rest is not None
                         if written:
                             told += 1
+                            rest_of = heard[2], heard[4]  # its engine and slots
                         else:
                             services.engines.drop(search_id)  # told again, from the rows
                         heard = None
-                    done = most is not None and told >= most
+                    done = (most is not None and told >= most) or bool(rest)
                     arrival = None if done else _next(session, search)
                     if arrival is not None:
                         row = session.get(CandidateRow, arrival.job_id)
@@ -198,6 +200,13 @@ def _settle_around(services: Services, search_id: int, most: int | None) -> int:
                 return told
             if written:  # committed: claims waiting for its proposals may take them
                 services.engines.round_written(search_id)
+            if rest:  # proposals left for transactions of their own (`advance`)
+                try:
+                    write_round(services, search_id, rest_of[0], rest, rest_of[1], search.revision)
+                except BaseException:
+                    services.engines.drop(search_id)  # it proposed what no row says
+                    raise
+                continue
             if arrival is None:
                 return told
             asked = _hear(engine, row, slots)  # the costly part, outside the write lock
@@ -217,17 +226,18 @@ def _write_heard(
     engine: Engine | None,
     asked: list[Candidate] | None,
     slots: int,
-) -> bool:
-    """Write a result heard outside the lock; False when the search moved on meanwhile."""
+) -> list[Candidate] | None:
+    """Write a result heard outside the lock, and as much of its proposals as one part holds
+    (`advance`): returns the rest, for the caller to write after this transaction; None
+    when the search moved on meanwhile."""
     arrival = session.get(ArrivalRow, arrival_id)
     if arrival is None or search.revision != revision:
-        return False
+        return None
     if engine is not None and services.engines.get(session, search) is not engine:
-        return False  # another thread's rollback dropped it
+        return None  # another thread's rollback dropped it
     row = session.get(CandidateRow, arrival.job_id)
     session.delete(arrival)
-    _record(services, session, search, row, engine, asked, slots)
-    return True
+    return _record(services, session, search, row, engine, asked, slots, in_parts=True)
 
 
 def settle_after_answer(services: Services, search_id: int) -> None:
@@ -291,8 +301,11 @@ def tell_now(services: Services, session: Session, search: SearchRow, row: Candi
 
 
 def _tell(services: Services, session: Session, search: SearchRow, row: CandidateRow) -> None:
+    """`_hear` and `_record` in the caller's write transaction: the engine is asked by
+    `advance`, which leaves a round that may be large to be asked after the transaction."""
     engine, slots = _engine(services, session, search)
-    _record(services, session, search, row, engine, _hear(engine, row, slots), slots)
+    _told(engine, row)
+    _record(services, session, search, row, engine, None, slots)
 
 
 def _next(session: Session, search: SearchRow) -> ArrivalRow | None:
@@ -313,9 +326,14 @@ def _hear(engine: Engine | None, row: CandidateRow, slots: int) -> list[Candidat
     measurement), then asked for its next proposals."""
     if engine is None:
         return None
-    if row.round == 0:
-        engine.tell(row.arch_id, measured_values(row))
+    _told(engine, row)
     return engine.ask(slots)
+
+
+def _told(engine: Engine | None, row: CandidateRow) -> None:
+    """The engine told a result: a first measurement's, not a re-measurement's."""
+    if engine is not None and row.round == 0:
+        engine.tell(row.arch_id, measured_values(row))
 
 
 def _record(
@@ -326,11 +344,14 @@ def _record(
     engine: Engine | None,
     asked: list[Candidate] | None,
     slots: int,
-) -> None:
-    """The rows' side: the result numbered, the proposals queued."""
+    in_parts: bool = False,
+) -> list[Candidate]:
+    """The rows' side: the result numbered, the proposals queued (`in_parts`: as much of them
+    as one part holds, and the rest returned: `advance`)."""
     recorded(services, session, search, row, engine)
-    if engine is not None:
-        advance(services, session, search, asked, slots)
+    if engine is None:
+        return []
+    return advance(services, session, search, asked, slots, in_parts)
 
 
 def waiting_for(searches: ColumnElement[bool]) -> ColumnElement[bool]:

@@ -91,8 +91,9 @@ class EngineCache:
         # store's write lock (a proposal round: server.services.arrivals.settle)
         self._locks: dict[int, threading.Lock] = {}
         self._rounds: dict[int, _Rounds] = {}  # such rounds written, and waiters for the next
-        # Searches whose last round the measurement cache answered in part, to be asked again
-        # in a transaction of their own (server.services.searches.ask_again).
+        # Searches to be asked again once a transaction is over, in transactions of their
+        # own: the measurement cache answered their last round in part, or their next round
+        # may be a whole generation (server.services.searches.advance, ask_again).
         self._asked_later: set[int] = set()
         self._asked_later_lock = threading.Lock()
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)

@@ -97,7 +97,11 @@ def claim(
             if engines.lock(search_id).locked():
                 busy.append((search_id, written))
             queued = True
-        queued = ask_again(services) or queued  # rounds the cache answered go on
+        # Rounds the cache answered, or that a result left to be asked outside its
+        # transaction, go on; one another thread is writing counts as busy.
+        again = ask_again(services)
+        queued = queued or bool(again.asked)
+        busy.extend(again.held)
         if queued:
             lease = _take_queued(services, agent_id)
         if lease is None and busy:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from time import sleep
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
@@ -95,6 +95,11 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
 # worst in one transaction, 11-13 ms at the median 500 to one, and 3-4 ms 50 to one
 # (bench/create_blocking.py; docs/benchmarks.md, "A large first generation in small parts").
 ROUND_CHUNK = 50
+# ... and at most this many that the measurement cache holds: each is told to the engine and
+# scored at once, about 0.3 ms apiece against 0.03 for writing a proposal, and a part of 50
+# replayed ones held the write lock 15-35 ms (docs/benchmarks.md, "Generations off the
+# result's transaction").
+REUSED_CHUNK = 8
 # What a round written in parts sleeps between them (`write_round`): a 10,000 first generation
 # takes 0.05 s longer.
 _BETWEEN_PARTS_S = 0.0002
@@ -108,23 +113,20 @@ def write_round(
     slots: int,
     revision: int,
 ) -> bool:
-    """Write the proposals `engine` made outside the write lock for `slots`, `ROUND_CHUNK` to
-    a transaction, while the search is still at the revision the last one left and this
+    """Write the proposals `engine` made outside the write lock for `slots`, in parts
+    (`advance`), while the search is still at the revision the last one left and this
     engine is still its engine; else the round is void (a cancel, another process) and the
-    engine, which holds proposals no row has, is dropped. Claims waiting for a round hear of
-    each part (`EngineCache.wait_round`): they may take what is written already."""
+    engine, which holds proposals no row has, is dropped. The caller holds the search's
+    engine lock. Claims waiting for a round hear of each part (`EngineCache.wait_round`):
+    they may take what is written already."""
     while True:
-        part, asked = asked[:ROUND_CHUNK], asked[ROUND_CHUNK:]
         with services.store.write() as session:
             search = get_search(session, search_id, lock=True)
             current = services.engines.get(session, search) if search.revision == revision else None
             if current is not engine:
                 services.engines.drop(search_id)
                 return False
-            if asked:  # not the last part: written, the engine asked nothing more yet
-                _enqueue(services, session, search, engine, part)
-            else:
-                advance(services, session, search, part, slots)
+            asked = advance(services, session, search, asked, slots, in_parts=True)
             revision = search.revision
         services.engines.round_written(search_id)
         if not asked:
@@ -141,18 +143,20 @@ def _enqueue(
     search: SearchRow,
     engine: Engine,
     batch: list[Candidate],
-) -> int:
-    """Persist the engine's proposals; those the measurement cache has are told at once (how
-    many is returned). Where the strategy fell back on a simpler rule to propose them, the
+    most_reused: int | None,
+) -> tuple[int, int]:
+    """Persist the engine's proposals, at most `most_reused` of them reused (`enqueue`); those
+    the measurement cache has are told at once. Returns how many were written, and how many
+    of those were told. Where the strategy fell back on a simpler rule to propose them, the
     search's events say why."""
     for reason in engine.take_fallbacks():
         log_event("search.fallback", search_id=search.id, strategy=engine.strategy, reason=reason)
     services.engines.changed(session, search)
-    reused = enqueue(session, search, batch, services.store.now())
-    services.work.queued(search.device_class, len(batch) - len(reused))
+    written, reused = enqueue(session, search, batch, services.store.now(), most_reused)
+    services.work.queued(search.device_class, written - len(reused))
     for row in reused:
         tell(services, session, search, row, engine)
-    return len(reused)
+    return written, len(reused)
 
 
 def live_agents(services: Services, session: Session, device_class: str) -> int:
@@ -201,27 +205,46 @@ def advance(
     search: SearchRow,
     asked: list[Candidate] | None = None,
     slots: int | None = None,
-) -> None:
-    """Ask the engine for what to measure next (`asked`: what it proposed just before, for
-    `slots`: server.services.arrivals); finish the search when the engine is done."""
+    in_parts: bool = False,
+) -> list[Candidate]:
+    """Ask the engine for what to measure next and write it, or write what it proposed just
+    before (`asked`, for `slots`); finish the search when the engine is done.
+
+    An engine with no result outstanding is not asked here: a generational strategy would
+    propose a whole generation, up to 20,000 candidates bred and written in this transaction
+    (1.5 s under the write lock). It is asked once the transaction is over (`ask_again`),
+    and nothing can be told to it meanwhile, so the same proposals come. `in_parts` (the
+    caller holds the search's engine lock between its transactions): at most `ROUND_CHUNK`
+    proposals, `REUSED_CHUNK` of them reused, are written here, and what is left of `asked`
+    is returned for the caller's next transaction."""
     if search.status != SearchStatus.RUNNING:
-        return
+        return []
     engine = services.engines.get(session, search)
     if slots is None:
         slots = measuring_slots(services, session, search.device_class)
-    batch = engine.ask(slots) if asked is None else asked
+    if asked is None:
+        if not (engine.finished or engine.awaiting_results):
+            services.engines.ask_later(search.id)
+            return []
+        asked = engine.ask(slots)
     # Cache hits are told at once, which can complete a generation or free a slot: the
     # engine is asked again, in a transaction of its own (`ask_again`), until it waits on
     # real measurements or is done. Asked again here, a search that the cache could replay
     # whole replayed it in this transaction, every other request waiting (5,832 cached
     # candidates in 2.2 s: docs/benchmarks.md, "Bad neighbours").
     later = False
-    while batch:
-        if _enqueue(services, session, search, engine, batch) and not engine.finished:
+    while asked:
+        part = asked[:ROUND_CHUNK] if in_parts else asked
+        written, told = _enqueue(
+            services, session, search, engine, part, REUSED_CHUNK if in_parts else None
+        )
+        if written < len(asked):
+            return asked[written:]
+        if told and not engine.finished:
             later = True
             services.engines.ask_later(search.id)
             break
-        batch = engine.ask(slots)
+        asked = engine.ask(slots)
     remeasuring = False
     if engine.finished:
         remeasuring, queued = remeasure.queue(
@@ -237,24 +260,42 @@ def advance(
         _log_finished(search)
     elif not later:  # asked again in this state, it would give nothing more: idle claims
         services.engines.idle(search.id, search.revision, slots)  # need not ask
+    return []
 
 
-def ask_again(services: Services) -> bool:
-    """Ask again the searches whose last round the measurement cache answered in part
-    (`advance`), each round asked outside the write lock and written in parts
-    (`write_round`), until each waits on real measurements or is done; whether any was
-    asked. The caller's write transaction is over: others' requests get in between."""
-    asked = False
+class AskedAgain(NamedTuple):
+    """What `ask_again` did: the searches it asked, and those another thread held, each with
+    `EngineCache.rounds_written` before the look."""
+
+    asked: list[int]
+    held: list[tuple[int, int]]
+
+
+def ask_again(services: Services) -> AskedAgain:
+    """Ask the searches left to be asked once a transaction was over (`advance`), each round
+    asked outside the write lock and written in parts (`write_round`), until each waits on
+    real measurements or is done. The caller's write transaction is over: others' requests
+    get in between. Returns the searches asked, and those another thread held meanwhile,
+    each with `EngineCache.rounds_written` before the look (its holder asks it again after
+    letting go: a claim may wait for that round, `EngineCache.wait_round`)."""
+    asked: list[int] = []
+    held: list[tuple[int, int]] = []
+    elsewhere: list[int] = []  # held by another process (PostgreSQL), which may not ask it
     while searches := services.engines.take_asked_later():
         for search_id in searches:
+            written = services.engines.rounds_written(search_id)  # before the look
             lock = services.engines.lock(search_id)
             if not lock.acquire(blocking=False):
-                continue  # its holder is at it: a round the cache answers asks for later
+                held.append((search_id, written))
+                continue
             try:
                 with services.store.write() as session:
                     search = take_search(session, search_id)
-                    if search is None or search.status != SearchStatus.RUNNING:
-                        continue  # another process holds it (PostgreSQL), or it ended
+                    if search is None:
+                        elsewhere.append(search_id)
+                        continue
+                    if search.status != SearchStatus.RUNNING:
+                        continue
                     engine = services.engines.get(session, search)
                     slots = measuring_slots(services, session, search.device_class)
                     revision = search.revision
@@ -263,12 +304,15 @@ def ask_again(services: Services) -> bool:
                 except BaseException:
                     services.engines.drop(search_id)  # it proposed what no row says
                     raise
-                asked = True
+                asked.append(search_id)
             finally:
                 lock.release()
                 services.engines.round_written(search_id)
         sleep(_BETWEEN_PARTS_S)
-    return asked
+    # Left for whichever thread asks next (the schedule at the latest), should the holder not.
+    for search_id in [*elsewhere, *(search_id for search_id, _ in held)]:
+        services.engines.ask_later(search_id)
+    return AskedAgain(asked, held)
 
 
 def tell(

@@ -19,13 +19,20 @@ from server.store.rows import ArchitectureRow, CandidateRow, MeasurementRow, Sea
 
 
 def enqueue(
-    session: Session, search: SearchRow, batch: list[Candidate], now: datetime
-) -> list[CandidateRow]:
-    """Persist a batch of proposals: architectures (shared) first, then their jobs, in the
-    batch's order.
+    session: Session,
+    search: SearchRow,
+    batch: list[Candidate],
+    now: datetime,
+    most_reused: int | None = None,
+) -> tuple[int, list[CandidateRow]]:
+    """Persist proposals: architectures (shared) first, then their jobs, in the batch's order.
 
     A proposal the cache already has a measurement for is stored as measured (reused) instead
-    of queued; returns those rows, for the engine to be told.
+    of queued. With `most_reused`, only the batch's first proposals are written, up to the
+    one that makes that many reused: telling a reused one costs ten times what writing a
+    proposal does, and a caller that writes a round in parts keeps each part short
+    (server.services.searches.advance). Returns how many of the batch were written, and the
+    reused rows among them, for the engine to be told.
 
     Each table is written by one statement run for many rows (built once): a first
     generation of 10,000 is written in small parts so that others' requests get in between
@@ -33,7 +40,10 @@ def enqueue(
     or the unit of work's flush, cost more than the inserts themselves.
     """
     if not batch:
-        return []
+        return 0, []
+    cached = find_cached(session, search, [c.arch_id for c in batch])
+    if most_reused is not None:
+        batch = _up_to_reused(batch, cached, most_reused)
     dialect = session.bind.dialect.name
     session.execute(
         _insert_architectures(dialect),
@@ -48,18 +58,29 @@ def enqueue(
             for c in batch
         ],
     )
-    cached = find_cached(session, search, [c.arch_id for c in batch])
     rows = [_candidate_columns(search.id, c, now, cached.get(c.arch_id)) for c in batch]
     session.execute(insert(CandidateRow.__table__), rows)
     reused = [row["arch_id"] for row in rows if row["reused"]]
     if not reused:
-        return []
+        return len(batch), []
     query = select(CandidateRow).where(
         CandidateRow.search_id == search.id,
         CandidateRow.round == 0,
         CandidateRow.arch_id.in_(reused),
     )
-    return list(session.scalars(query.order_by(CandidateRow.id)))
+    return len(batch), list(session.scalars(query.order_by(CandidateRow.id)))
+
+
+def _up_to_reused(
+    batch: list[Candidate], cached: dict[str, MeasurementRow], most: int
+) -> list[Candidate]:
+    """The batch's first proposals, up to the one that is the `most`-th the cache holds."""
+    hits = 0
+    for index, candidate in enumerate(batch):
+        hits += candidate.arch_id in cached
+        if hits >= most:
+            return batch[: index + 1]
+    return batch
 
 
 @cache

@@ -1,5 +1,6 @@
 """bench/create_blocking.py at a tiny size: the create succeeds with its first generation
-queued, and registrations are timed before it (counts, not timings, asserted)."""
+queued, or the next generation is queued after the first is measured, and registrations are
+timed before and during it (counts, not timings, asserted)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,14 @@ def test_a_tiny_run_times_registrations_beside_a_create(tmp_path: Path) -> None:
     assert all(s["began_s"] >= 0 for s in slowest)
     assert [s["ms"] for s in slowest] == sorted((s["ms"] for s in slowest), reverse=True)
     assert list(tmp_path.glob("*.log"))  # the server's log is kept
+
+
+def test_a_tiny_run_times_registrations_beside_a_next_generation(tmp_path: Path) -> None:
+    out = tmp_path / "next.json"
+    argv = ["--round", "next", "--population", "200", "--initial", "6", "--quiet", "2"]
+    argv += ["--head-start", "0", "--json", str(out), "--server-pythonpath", ROOT_PATH]
+    assert create_blocking.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["round"] == "next" and result["initial"] == 6
+    assert result["create"]["queued"] == 200 and result["create"]["result_s"] > 0
+    assert result["register_during_create_ms"]["n"] >= 1
