@@ -137,6 +137,19 @@ class Engine:
         [] when the space has nothing new left."""
         raise NotImplementedError
 
+    def most_asked(self, slots: int = 1) -> int:
+        """At most how many candidates `ask(slots)` would propose now, without asking: a
+        service asks for a large round (a generation of thousands) outside its write lock."""
+        if self._finish_reason is not None:
+            return 0
+        remaining = self._max_evaluations - len(self._candidates)
+        return max(0, min(self._round_size(max(1, int(slots))), remaining))
+
+    def _round_size(self, slots: int) -> int:
+        """`most_asked` before the budget: one per measuring slot, unless the strategy
+        proposes otherwise."""
+        return slots
+
     def tell(self, arch_id: str, values: Mapping[str, float] | None) -> None:
         """Record a pending candidate's measured values, or None when it failed.
 
@@ -184,12 +197,6 @@ class Engine:
     def pending(self) -> set[str]:
         """arch_ids proposed and not told yet (a copy)."""
         return set(self._pending)
-
-    @property
-    def awaiting_results(self) -> bool:
-        """Whether a proposed candidate is still untold. Once none is, a generational
-        strategy's next `ask` proposes a whole generation."""
-        return bool(self._pending)
 
     @property
     def proposed(self) -> int:

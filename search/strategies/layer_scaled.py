@@ -29,6 +29,9 @@ class LayerScaledEngine(LTSEngine):
         super().__init__(space, **kwargs)
         self._fixed = list(specs.values())
 
+    def _round_size(self, slots: int) -> int:
+        return 0 if self._pending or self._generation >= 0 else len(self._fixed)
+
     def _propose(self, slots: int, remaining: int) -> list[Candidate] | None:
         if self._pending or self._generation >= 0:
             return None

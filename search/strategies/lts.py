@@ -58,6 +58,13 @@ class LTSEngine(Engine):
             self._generation = generation
         return [Candidate(spec, generation, proxies) for spec, proxies in children]
 
+    def _round_size(self, slots: int) -> int:
+        if self._pending:
+            return 0
+        if self._generation < 0:
+            return self._population.initial
+        return self._population.mutations + self._population.crossovers
+
     def _check_order(self, where: str, generation: int) -> None:
         allowed = [g for g in (self._generation, self._generation + 1) if g >= 0]
         if generation not in allowed:

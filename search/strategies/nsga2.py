@@ -209,6 +209,12 @@ class NSGA2Engine(Engine):
         return int.from_bytes(digest[:8], "big")
 
     # -- proposing -------------------------------------------------------------------------
+    def _round_size(self, slots: int) -> int:
+        if self._pending:
+            return 0
+        algorithm = self._algorithm
+        return algorithm.pop_size if self._generation < 0 else algorithm.n_offsprings
+
     def _propose(self, slots: int, remaining: int) -> list[Candidate] | None:
         if self._pending:
             return None  # the generation barrier

@@ -100,6 +100,14 @@ ROUND_CHUNK = 50
 # replayed ones held the write lock 15-35 ms (docs/benchmarks.md, "Generations off the
 # result's transaction").
 REUSED_CHUNK = 8
+# A round of at most this many is asked for in the transaction that made it due (the result
+# that completed a generation, a claim): breeding and writing it hold the write lock about 20
+# ms. A larger one is asked for after it (`ask_again`): the next generation of the largest
+# population, 20,000, held the lock 1.5 s. Asked after it, a small one waited behind the
+# threads the transaction let in: under 200 agents at 1 s, with generations of 60, the claims'
+# p99 rose from 40 to 65-140 ms (docs/benchmarks.md, "Generations off the result's
+# transaction").
+ROUND_IN_TRANSACTION = 100
 # What a round written in parts sleeps between them (`write_round`): a 10,000 first generation
 # takes 0.05 s longer.
 _BETWEEN_PARTS_S = 0.0002
@@ -210,11 +218,12 @@ def advance(
     """Ask the engine for what to measure next and write it, or write what it proposed just
     before (`asked`, for `slots`); finish the search when the engine is done.
 
-    An engine with no result outstanding is not asked here: a generational strategy would
-    propose a whole generation, up to 20,000 candidates bred and written in this transaction
-    (1.5 s under the write lock). It is asked once the transaction is over (`ask_again`),
-    and nothing can be told to it meanwhile, so the same proposals come. `in_parts` (the
-    caller holds the search's engine lock between its transactions): at most `ROUND_CHUNK`
+    An engine that would propose more than `ROUND_IN_TRANSACTION` is not asked here: a
+    generational strategy's next generation, up to 20,000 candidates, took 1.5 s under the
+    write lock. It is asked once the transaction is over (`ask_again`). Such a strategy has
+    nothing being measured then, so nothing is told to it meanwhile and the same proposals
+    come. `in_parts` (the caller holds the search's engine lock between its transactions):
+    at most `ROUND_CHUNK`
     proposals, `REUSED_CHUNK` of them reused, are written here, and what is left of `asked`
     is returned for the caller's next transaction."""
     if search.status != SearchStatus.RUNNING:
@@ -223,7 +232,7 @@ def advance(
     if slots is None:
         slots = measuring_slots(services, session, search.device_class)
     if asked is None:
-        if not (engine.finished or engine.awaiting_results):
+        if engine.most_asked(slots) > ROUND_IN_TRANSACTION:
             services.engines.ask_later(search.id)
             return []
         asked = engine.ask(slots)

@@ -5,6 +5,7 @@ stopped server left untold are told by the next claim or by the schedule."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 
 import pytest
 from fastapi.testclient import TestClient
@@ -420,10 +421,11 @@ def test_a_result_that_completes_a_generation_leaves_the_next_to_be_bred_and_wri
         candidates = client.get("/api/v1/searches/1/candidates").json()
         return [(c["generation"], c["arch_id"]) for c in candidates]
 
-    expected = run(make_client("whole.db"))
+    expected = run(make_client("whole.db"))  # each generation asked in the transaction
     assert len({generation for generation, _ in expected}) >= 3
 
     monkeypatch.setattr(searches, "ROUND_CHUNK", 4)
+    monkeypatch.setattr(searches, "ROUND_IN_TRANSACTION", 4)
     parts = make_client("parts.db")
     store = parts.app.state.services.store
     under_lock: list[bool] = []  # for each ask that proposed something
@@ -453,8 +455,11 @@ def test_a_result_that_completes_a_generation_leaves_the_next_to_be_bred_and_wri
 
     store.observe(Counted())
     assert run(parts) == expected
-    assert len(under_lock) == len({generation for generation, _ in expected})
-    assert not any(under_lock)
+    # The first generation is asked for outside the lock by the create; a later one of at
+    # most ROUND_IN_TRANSACTION by the result that made it due, in its transaction.
+    sizes = Counter(generation for generation, _ in expected)
+    assert [g > 0 and sizes[g] <= 4 for g in sorted(sizes)] == under_lock
+    assert under_lock.count(False) >= 3  # the first, and two generations of 10
     assert max(written) == 4 and sum(written) == len(expected)
 
 
