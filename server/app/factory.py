@@ -18,7 +18,6 @@ from server.app.metrics import install_metrics
 from server.app.middleware.body_limit import LimitRequestBody
 from server.app.stopping import claims_answered_on_stop
 from server.app.sweeper import lease_schedule
-from server.app.turns import short_turns
 from server.services.compressed import LEVEL
 from server.services.context import Services
 from server.services.heap import keep_settled
@@ -32,12 +31,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        with (
-            keep_settled(),
-            short_turns(),
-            claims_answered_on_stop(services.work),
-            services.work.listening(),
-        ):
+        with keep_settled(), claims_answered_on_stop(services.work), services.work.listening():
             async with lease_schedule(services):
                 yield
         store.close()

@@ -27,6 +27,7 @@ from server.services.context import Services
 from server.services.engines import measured_values
 from server.services.events import log_event
 from server.services.results import FrontierPoint
+from server.services.turns import short_turns
 from server.services.views import Census, candidate_info, search_info
 from server.store.proposals import enqueue
 from server.store.rows import AgentRow, CandidateRow, SearchRow
@@ -81,7 +82,7 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
     generation of the largest population takes seconds), then written; a search whose first
     round fails is removed, as if never created."""
     try:
-        asked = engine.ask(slots)
+        asked = ask(engine, slots)
     except Exception:
         services.engines.drop(search_id)
         with services.store.write() as session:
@@ -111,6 +112,16 @@ ROUND_IN_TRANSACTION = 100
 # What a round written in parts sleeps between them (`write_round`): a 10,000 first generation
 # takes 0.05 s longer.
 _BETWEEN_PARTS_S = 0.0002
+
+
+def ask(engine: Engine, slots: int) -> list[Candidate]:
+    """`engine.ask(slots)` outside the write lock; while it proposes a round larger than
+    `ROUND_IN_TRANSACTION`, threads take short turns at the interpreter, so that the
+    requests served meanwhile are not kept waiting for it (server.services.turns)."""
+    if engine.most_asked(slots) <= ROUND_IN_TRANSACTION:
+        return engine.ask(slots)
+    with short_turns():
+        return engine.ask(slots)
 
 
 def write_round(
@@ -309,7 +320,7 @@ def ask_again(services: Services) -> AskedAgain:
                     slots = measuring_slots(services, session, search.device_class)
                     revision = search.revision
                 try:
-                    write_round(services, search_id, engine, engine.ask(slots), slots, revision)
+                    write_round(services, search_id, engine, ask(engine, slots), slots, revision)
                 except BaseException:
                     services.engines.drop(search_id)  # it proposed what no row says
                     raise

@@ -4,6 +4,7 @@ stopped server left untold are told by the next claim or by the schedule."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import Counter
 
@@ -15,6 +16,7 @@ from archvocab.wire import JobResult
 from server.app.factory import create_app
 from server.services import arrivals, jobs
 from server.services.engines import EngineCache
+from server.services.turns import TURN_S
 from server.settings import Settings
 from server.store.store import take_search
 from tests.factories import play_agent, register, search_request, synthetic_measurement
@@ -429,12 +431,14 @@ def test_a_result_that_completes_a_generation_leaves_the_next_to_be_bred_and_wri
     parts = make_client("parts.db")
     store = parts.app.state.services.store
     under_lock: list[bool] = []  # for each ask that proposed something
+    short: list[bool] = []  # ... whether threads took short turns meanwhile
     ask = LTSEngine.ask
 
     def watched(engine, slots: int = 1):
         batch = ask(engine, slots)
         if batch:
             under_lock.append(store.write_lock._is_owned())
+            short.append(sys.getswitchinterval() == TURN_S)
         return batch
 
     monkeypatch.setattr(LTSEngine, "ask", watched)
@@ -460,6 +464,7 @@ def test_a_result_that_completes_a_generation_leaves_the_next_to_be_bred_and_wri
     sizes = Counter(generation for generation, _ in expected)
     assert [g > 0 and sizes[g] <= 4 for g in sorted(sizes)] == under_lock
     assert under_lock.count(False) >= 3  # the first, and two generations of 10
+    assert short == [not locked for locked in under_lock]  # the large rounds' only
     assert max(written) == 4 and sum(written) == len(expected)
 
 
