@@ -25,6 +25,11 @@ CPU is not counted).
 has N candidates: the cost of a request may grow with the search. Each result carries the
 agent's latest reading of the search's reference architecture, a new one every 5 results as
 deployed agents send them (`--readings N`; 0: none): new readings feed the noise model.
+
+`--remeasure N`: a search of `--warm` driven to its budget, then N results of the
+re-measurements it queues: the CPU of each result and of the claim before it, and every hold
+of the store's write lock from that claim to the result's settle (wall time: what others'
+writes would wait).
 """
 
 from __future__ import annotations
@@ -399,10 +404,17 @@ def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
                 "/api/v1/searches", json=_search(args.strategy, args.warm, args.seed)
             ).raise_for_status()
             agent, services = Agent(client, readings=args.readings), app.state.services
+            held = _HoldTimer(services.store)
             first: list[float] = []
             again: list[float] = []
+            again_claims: list[float] = []  # the claims before each re-measurement's result
+            again_held: list[float] = []  # write-lock holds of those claims and results
             while len(again) < args.remeasure:
+                remeasuring = len(first) >= args.warm
+                held.ms.clear()
+                start = time.process_time()
                 lease = jobs.claim(services, agent.id)
+                claimed = (time.process_time() - start) * 1000
                 if lease is None:
                     break  # the search finished without (more) re-measurements
                 body = {"agent_id": agent.id, "lease_id": lease.lease_id}
@@ -411,13 +423,48 @@ def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 agent.done += 1
                 start = time.process_time()
-                jobs.submit_result(services, lease.job_id, JobResult.model_validate(body))
+                _, search_id = jobs.submit_result(
+                    services, lease.job_id, JobResult.model_validate(body)
+                )
                 spent = (time.process_time() - start) * 1000
-                (again if len(first) >= args.warm else first).append(spent)
+                if search_id is not None:  # as the route does once its answer has gone
+                    arrivals.settle_after_answer(services, search_id)
+                (again if remeasuring else first).append(spent)
+                if remeasuring:
+                    again_claims.append(claimed)
+                    again_held.extend(held.ms)
     return {
         "remeasure_first_ms": _summary(first[-200:]),
         "remeasure_again_ms": _summary(again) if again else None,
+        "remeasure_again_claim_ms": _summary(again_claims) if again_claims else None,
+        # wall time, not CPU: every hold of the write lock from a re-measurement's claim to its
+        # result's settle, the time others' writes would wait
+        "remeasure_again_write_lock_held_ms": _summary(again_held) if again_held else None,
     }
+
+
+class _HoldTimer:
+    """Times every hold of the store's write lock (outermost; it is re-entrant) into `ms`."""
+
+    def __init__(self, store: Any) -> None:
+        self.ms: list[float] = []
+        self._lock, self._depth, self._since = store.write_lock, 0, 0.0
+        store.write_lock = self
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            self._since = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.ms.append((time.perf_counter() - self._since) * 1000)
+        self._lock.release()
+
+    def _is_owned(self) -> bool:
+        return self._lock._is_owned()
 
 
 def _summary(ms: list[float]) -> dict[str, float]:
@@ -529,6 +576,12 @@ def main(argv: list[str] | None = None) -> int:
             f"a search at its budget ({args.warm}): a first measurement's result median "
             f"{f['median']:.1f} ms CPU; a re-measurement's result {again}"
         )
+        held = result["remeasure_again_write_lock_held_ms"]
+        if held is not None:
+            print(
+                f"  write lock held from a re-measurement's claim to its result's settle: "
+                f"median {held['median']:.1f} ms, max {held['max']:.0f} ms (n={held['n']})"
+            )
     if args.json:
         write_json(args.json, result, indent=1)
     return 0

@@ -33,6 +33,7 @@ from archvocab.wire import SearchStatus
 from search.engine import Engine
 from search.records import Candidate
 from search.strategies import ENGINES
+from server.services import remeasure
 from server.services.context import Services
 from server.services.engines import measured_values
 from server.services.searches import advance, ask_again, measuring_slots, recorded, write_round
@@ -144,6 +145,8 @@ def propose_round(services: Services, search_id: int) -> None:
             revision = search.revision
         if engine is None:
             return
+        if engine.finished:  # what its re-measurements are chosen from, off the lock
+            remeasure.ready_table(services, search_id)
         try:
             write_round(services, search_id, engine, engine.ask(slots), slots, revision)
         except BaseException:
@@ -327,7 +330,9 @@ def _hear(engine: Engine | None, row: CandidateRow, slots: int) -> list[Candidat
     if engine is None:
         return None
     _told(engine, row)
-    return engine.ask(slots)
+    # A finished engine proposes nothing: `advance` then chooses re-measurements, from a
+    # result table it first brings up to date off the write lock (`remeasure.chooses`).
+    return None if engine.finished else engine.ask(slots)
 
 
 def _told(engine: Engine | None, row: CandidateRow) -> None:

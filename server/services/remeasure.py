@@ -26,6 +26,7 @@ from server.services.events import log_event
 from server.services.result_tables import ResultTables
 from server.services.results import ResultTable
 from server.store.rows import CandidateRow, SearchRow
+from server.store.store import get_search
 
 
 def remeasure_budget(request: SearchCreate) -> int:
@@ -59,6 +60,36 @@ def keep_tables_ready(services: Services) -> list[int]:
     return ready
 
 
+def chooses(session: Session, search: SearchRow) -> bool:
+    """Whether `queue` would choose re-measurements now, from the search's result table
+    brought up to date in its transaction: none is queued or running, and the budget has some
+    left. Bringing it up to date may refit the noise model and rebuild the frontier (250-270
+    ms at 20,000 results), so a caller holding the write lock first does it in a read
+    (`ready_table`)."""
+    measuring, spent = _spent(session, search)
+    return not measuring and remeasure_budget(search.parsed_request) > spent
+
+
+def ready_table(services: Services, search_id: int) -> None:
+    """Bring the search's result table up to date in a read, off the write lock: the
+    transaction that then queues its re-measurements (`queue`) finds it so."""
+    with services.store.read() as session:
+        services.results.get(session, get_search(session, search_id))
+
+
+def _spent(session: Session, search: SearchRow) -> tuple[bool, int]:
+    """Whether a re-measurement of the search is queued or running, and how many of the
+    budget are spent."""
+    rows = session.execute(
+        select(CandidateRow.status, func.count())
+        .where(CandidateRow.search_id == search.id, CandidateRow.round > 0)
+        .group_by(CandidateRow.status)
+    ).all()
+    by_status = dict(rows)
+    measuring = by_status.get(JobStatus.QUEUED, 0) + by_status.get(JobStatus.RUNNING, 0) > 0
+    return measuring, sum(n for status, n in rows if status != JobStatus.CANCELLED)
+
+
 def queue(
     results: ResultTables, session: Session, search: SearchRow, slots: int, now: datetime
 ) -> tuple[bool, int]:
@@ -66,15 +97,9 @@ def queue(
     Returns whether the search has any queued or running (it must not finish yet), and how
     many this call queued."""
     request = search.parsed_request
-    rows = session.execute(
-        select(CandidateRow.status, func.count())
-        .where(CandidateRow.search_id == search.id, CandidateRow.round > 0)
-        .group_by(CandidateRow.status)
-    ).all()
-    by_status = dict(rows)
-    if by_status.get(JobStatus.QUEUED, 0) + by_status.get(JobStatus.RUNNING, 0):
+    measuring, spent = _spent(session, search)
+    if measuring:
         return True, 0
-    spent = sum(n for status, n in rows if status != JobStatus.CANCELLED)
     left = remeasure_budget(request) - spent
     if left <= 0:
         return False, 0

@@ -243,8 +243,9 @@ def advance(
     if slots is None:
         slots = measuring_slots(services, session, search.device_class)
     if asked is None:
-        if engine.most_asked(slots) > ROUND_IN_TRANSACTION:
-            services.engines.ask_later(search.id)
+        large = engine.most_asked(slots) > ROUND_IN_TRANSACTION
+        if large or (engine.finished and remeasure.chooses(session, search)):
+            services.engines.ask_later(search.id)  # re-measurements: `remeasure.ready_table`
             return []
         asked = engine.ask(slots)
     # Cache hits are told at once, which can complete a generation or free a slot: the
@@ -319,6 +320,8 @@ def ask_again(services: Services) -> AskedAgain:
                     engine = services.engines.get(session, search)
                     slots = measuring_slots(services, session, search.device_class)
                     revision = search.revision
+                if engine.finished:  # what its re-measurements are chosen from, off the lock
+                    remeasure.ready_table(services, search_id)
                 try:
                     write_round(services, search_id, engine, ask(engine, slots), slots, revision)
                 except BaseException:
