@@ -408,6 +408,7 @@ def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
             first: list[float] = []
             again: list[float] = []
             again_claims: list[float] = []  # the claims before each re-measurement's result
+            again_settles: list[float] = []  # ... and what the result's route runs after it
             again_held: list[float] = []  # write-lock holds of those claims and results
             while len(again) < args.remeasure:
                 remeasuring = len(first) >= args.warm
@@ -427,16 +428,20 @@ def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
                     services, lease.job_id, JobResult.model_validate(body)
                 )
                 spent = (time.process_time() - start) * 1000
+                start = time.process_time()
                 if search_id is not None:  # as the route does once its answer has gone
                     arrivals.settle_after_answer(services, search_id)
+                settled = (time.process_time() - start) * 1000
                 (again if remeasuring else first).append(spent)
                 if remeasuring:
                     again_claims.append(claimed)
+                    again_settles.append(settled)
                     again_held.extend(held.ms)
     return {
         "remeasure_first_ms": _summary(first[-200:]),
         "remeasure_again_ms": _summary(again) if again else None,
         "remeasure_again_claim_ms": _summary(again_claims) if again_claims else None,
+        "remeasure_again_settle_ms": _summary(again_settles) if again_settles else None,
         # wall time, not CPU: every hold of the write lock from a re-measurement's claim to its
         # result's settle, the time others' writes would wait
         "remeasure_again_write_lock_held_ms": _summary(again_held) if again_held else None,
