@@ -229,14 +229,17 @@ def advance(
     """Ask the engine for what to measure next and write it, or write what it proposed just
     before (`asked`, for `slots`); finish the search when the engine is done.
 
-    An engine that would propose more than `ROUND_IN_TRANSACTION` is not asked here: a
-    generational strategy's next generation, up to 20,000 candidates, took 1.5 s under the
-    write lock. It is asked once the transaction is over (`ask_again`). Such a strategy has
-    nothing being measured then, so nothing is told to it meanwhile and the same proposals
-    come. `in_parts` (the caller holds the search's engine lock between its transactions):
-    at most `ROUND_CHUNK`
-    proposals, `REUSED_CHUNK` of them reused, are written here, and what is left of `asked`
-    is returned for the caller's next transaction."""
+    Left to `ask_again`, once the transaction is over:
+    - an engine that would propose more than `ROUND_IN_TRANSACTION`: a generational
+      strategy's next generation, up to 20,000 candidates, took 1.5 s under the write lock.
+      Such a strategy has nothing being measured then, so nothing is told to it meanwhile
+      and the same proposals come;
+    - a finished engine's re-measurements, when they would be chosen now: their result table
+      is brought up to date off the write lock first (`remeasure.ready_table`).
+
+    `in_parts` (the caller holds the search's engine lock between its transactions): at
+    most `ROUND_CHUNK` proposals, `REUSED_CHUNK` of them reused, are written here, and what
+    is left of `asked` is returned for the caller's next transaction."""
     if search.status != SearchStatus.RUNNING:
         return []
     engine = services.engines.get(session, search)
@@ -245,7 +248,7 @@ def advance(
     if asked is None:
         large = engine.most_asked(slots) > ROUND_IN_TRANSACTION
         if large or (engine.finished and remeasure.chooses(session, search)):
-            services.engines.ask_later(search.id)  # re-measurements: `remeasure.ready_table`
+            services.engines.ask_later(search.id)
             return []
         asked = engine.ask(slots)
     # Cache hits are told at once, which can complete a generation or free a slot: the
@@ -316,6 +319,7 @@ def ask_again(services: Services) -> AskedAgain:
                         elsewhere.append(search_id)
                         continue
                     if search.status != SearchStatus.RUNNING:
+                        services.engines.forget(search_id)  # what the look above kept of it
                         continue
                     engine = services.engines.get(session, search)
                     slots = measuring_slots(services, session, search.device_class)
