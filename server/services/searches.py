@@ -104,10 +104,11 @@ REUSED_CHUNK = 8
 # A round of at most this many is asked for in the transaction that made it due (the result
 # that completed a generation, a claim): breeding and writing it hold the write lock about 20
 # ms. A larger one is asked for after it (`ask_again`): the next generation of the largest
-# population, 20,000, held the lock 1.5 s. Asked after it, a small one waited behind the
-# threads the transaction let in: under 200 agents at 1 s, with generations of 60, the claims'
-# p99 rose from 40 to 65-140 ms (docs/benchmarks.md, "Generations off the result's
-# transaction").
+# population, 20,000, held the lock 1.5 s. A small one stays in the transaction as before:
+# asked after it, it would wait behind the threads the transaction let in, and the first
+# load runs that asked every generation after it looked worse (claim p99 65-140 ms against
+# 40), though they compared code served two ways (docs/benchmarks.md, "Generations off the
+# result's transaction").
 ROUND_IN_TRANSACTION = 100
 # What a round written in parts sleeps between them (`write_round`): a 10,000 first generation
 # takes 0.05 s longer.
