@@ -80,12 +80,22 @@ def claim(
     nothing is first checked by a read (`_nothing_to_take`): an idle poll writes nothing,
     and an agent with work pays for no extra read. `looked`: the caller's write transaction,
     committed just now, found nothing queued for the agent (a result that claims the next
-    job), so the searches are asked for more at once."""
+    job).
+
+    A claim that found nothing queued asks the searches for more under the write lock
+    (`_top_up`) only when a read does not show that they would give nothing: most claims
+    after a result find the generation still being measured, and on PostgreSQL their
+    top-ups held the write lock a tenth of the time, the results queueing behind them
+    (docs/benchmarks.md, "Claims after a result read before they top up")."""
     idle = services.idle_agents
-    if not looked and agent_id in idle and _nothing_to_take(services, agent_id, caller):
+    read_first = not looked and agent_id in idle
+    if read_first and _nothing_to_take(services, agent_id, caller):
         return None
     lease = None if looked else _take_queued(services, agent_id, caller)
-    if lease is None:
+    device_class = None
+    if lease is None and not read_first:
+        device_class = _nothing_to_take(services, agent_id, caller)
+    if lease is None and device_class is None:
         # Results may wait to be told, or a proposal round may be under way in another
         # thread (`busy`): either leaves work queued once done.
         queued, busy, around, device_class = _top_up(services, agent_id)
@@ -215,12 +225,13 @@ _ANY_WAITING = select(waiting_for(_SERVABLE))
 _SERVED = select(_SEARCHES.c.id, _SEARCHES.c.revision).where(_SERVABLE)
 
 
-def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
-    """Whether a read alone shows the claim would find nothing and change nothing: the agent
-    was seen lately, no lease has run out, nothing it could measure is queued, and every
-    search it serves asked its engine at its present revision with as many measuring slots
-    and got nothing (`EngineCache.known_idle`). Then an idle agent's poll is a few indexed
-    reads, and the write lock is left to the agents with work."""
+def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> str | None:
+    """The agent's device class when a read alone shows the claim would find nothing and
+    change nothing, else None: the agent was seen lately, no lease has run out, nothing it
+    could measure is queued, and every search it serves asked its engine at its present
+    revision with as many measuring slots and got nothing (`EngineCache.known_idle`). Then an
+    idle agent's poll is a few indexed reads, and the write lock is left to the agents with
+    work."""
     store = services.store
     with store.read() as session:
         now = store.now()
@@ -229,19 +240,20 @@ def _nothing_to_take(services: Services, agent_id: str, caller: Caller) -> bool:
         if agent is None:
             raise NotFound("agent", agent_id)
         if not recently_seen(agent.last_seen_at, now, store.settings.lease_seconds):
-            return False
+            return None
         if services.expiry.due(now) and any_expired(session, now):
-            return False
+            return None
         params = _servable(session, agent)
         if session.scalar(_ANY_QUEUED, params) is not None:
-            return False
+            return None
         if session.scalar(_ANY_WAITING, params):
-            return False  # a result its searches have not been told of yet
+            return None  # a result its searches have not been told of yet
         slots = measuring_slots(services, session, agent.device_class)
         # Read to the end, as `all` may stop early: a SQLite cursor left with rows keeps its
         # read open until the connection's checkin closes it (server.store.database).
         searches = session.execute(_SERVED, params).all()
-        return all(services.engines.known_idle(i, revision, slots) for i, revision in searches)
+        known = (services.engines.known_idle(i, revision, slots) for i, revision in searches)
+        return agent.device_class if all(known) else None
 
 
 def _take_queued(services: Services, agent_id: str, caller: Caller = TRUSTED) -> JobLease | None:

@@ -408,7 +408,7 @@ def test_a_queued_next_job_is_taken_in_the_results_own_transaction(client):
     assert [c["arch_id"] for c in running] == [taken["arch_id"]]
 
 
-def test_a_result_that_finds_nothing_queued_asks_the_searches_at_once(client):
+def test_a_result_that_finds_nothing_queued_writes_nothing_more_while_its_search_waits(client):
     client.post("/api/v1/searches", json=search_request(strategy="lts"))
     agents = [register(client) for _ in range(4)]
     leases = [_claim(client, agent) for agent in agents]  # the whole first generation
@@ -417,11 +417,38 @@ def test_a_result_that_finds_nothing_queued_asks_the_searches_at_once(client):
     url = f"/api/v1/jobs/{leases[0]['job_id']}/result"
     answer = client.post(url, params={"claim_next": True}, json=_result(agents[0], leases[0]))
     assert answer.status_code == 200 and answer.json()["next"] is None
-    # The result, then the searches asked for more; no second look for a queued job first.
-    assert len(commits) == 2
+    # The result only: the search, told it, was asked and waits for its generation, which a
+    # read shows; the searches are not asked again under the write lock.
+    assert len(commits) == 1
     for agent, lease in zip(agents[1:], leases[1:], strict=True):
         url = f"/api/v1/jobs/{lease['job_id']}/result"
         client.post(url, params={"claim_next": True}, json=_result(agent, lease))
+    assert _claim(client, agents[0])["arch_id"] not in {lease["arch_id"] for lease in leases}
+
+
+def test_a_claim_after_a_result_tops_up_only_when_a_read_cannot_show_nothing_would_come(client):
+    client.post("/api/v1/searches", json=search_request(strategy="lts"))
+    agents = [register(client) for _ in range(4)]
+    leases = [_claim(client, agent) for agent in agents]  # the whole first generation
+    services = client.app.state.services
+    commits = []
+    event.listen(client.app.state.store.db, "commit", lambda conn: commits.append(conn))
+    url = f"/api/v1/jobs/{leases[0]['job_id']}/result"
+    assert client.post(url, json=_result(agents[0], leases[0])).status_code == 200
+    assert len(commits) == 1
+    # The search, told the result, was asked and waits for its generation: the claim's own
+    # look for a queued job is its only write transaction.
+    assert client.post(f"/api/v1/agents/{agents[0]}/claim").status_code == 204
+    assert len(commits) == 2
+    # A process that has not asked the engine since (as after a restart): a read cannot show
+    # it would give nothing, so the searches are asked, in a write transaction of its own.
+    services.engines._idle.clear()
+    services.idle_agents.clear()
+    assert client.post(f"/api/v1/agents/{agents[0]}/claim").status_code == 204
+    assert len(commits) == 4
+    for agent, lease in zip(agents[1:], leases[1:], strict=True):
+        url = f"/api/v1/jobs/{lease['job_id']}/result"
+        assert client.post(url, json=_result(agent, lease)).status_code == 200
     assert _claim(client, agents[0])["arch_id"] not in {lease["arch_id"] for lease in leases}
 
 
