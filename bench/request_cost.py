@@ -144,11 +144,13 @@ class Agent:
 
 
 class Statements:
-    """Counts the SQL statements the store runs, writes apart."""
+    """Counts the SQL statements the store runs, writes apart, and those run holding the
+    store's write lock."""
 
-    def __init__(self, engine: Any) -> None:
-        self.reads = self.writes = 0
-        event.listen(engine, "before_cursor_execute", self._seen)
+    def __init__(self, store: Any) -> None:
+        self.reads = self.writes = self.locked = 0
+        self._store = store
+        event.listen(store.db, "before_cursor_execute", self._seen)
 
     def _seen(self, conn, cursor, statement, parameters, context, executemany) -> None:
         verb = statement.lstrip().split(None, 1)[0].upper()
@@ -156,6 +158,7 @@ class Statements:
             self.reads += 1
         else:
             self.writes += 1
+        self.locked += self._store.write_lock._is_owned()
 
 
 def _timed(n: int, step) -> tuple[list[float], int]:
@@ -226,7 +229,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "/api/v1/searches", json=_search(args.strategy, budget, args.seed)
             ).raise_for_status()
             agent = Agent(client, enrollment if args.auth else None, args.readings)
-            statements = Statements(app.state.store.db)
+            statements = Statements(app.state.store)
             for _ in range(args.warm):
                 agent.cycle()
             statements.reads = statements.writes = 0
@@ -235,7 +238,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             per_cycle["writes"] = statements.writes / args.cycles
             services = app.state.services
             settling: list[float] = []
-            direct, _ = _timed(args.cycles, lambda: _direct(services, agent, settling))
+            held = _HoldTimer(services.store)
+            held_per_cycle: list[float] = []  # ms the cycle held the write lock, in all
+
+            def cycle() -> bool:
+                held.ms.clear()
+                worked = _direct(services, agent, settling)
+                held_per_cycle.append(sum(held.ms))
+                return worked
+
+            statements.locked = 0
+            direct, _ = _timed(args.cycles, cycle)
+            locked_per_cycle = statements.locked / args.cycles
             # (the service functions take no credential: the routes check it)
             requests = [d - t for d, t in zip(direct, settling, strict=True)]
             profile = cProfile.Profile()
@@ -272,6 +286,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "cycle_requests_cpu_ms": _summary(requests),
         "cycle_settle_cpu_ms": _summary(settling),
         "cycle_statements": per_cycle,
+        # the services-only cycles: wall ms holding the write lock, statements run holding it
+        "cycle_write_lock_ms": _summary(held_per_cycle),
+        "cycle_statements_under_lock": locked_per_cycle,
         "idle_claim_cpu_ms": _summary(idle),
         "idle_claim_statements": idle_statements,
         "profile": text.getvalue(),
@@ -540,6 +557,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['cycle_statements']}"
     )
     print(f"claim + result, services only: CPU median {d['median']:.2f} ms, p90 {d['p90']:.2f}")
+    held = result["cycle_write_lock_ms"]
+    print(
+        f"  the write lock held per cycle: median {held['median']:.2f} ms, p90 "
+        f"{held['p90']:.2f}, {result['cycle_statements_under_lock']:.2f} statements under it"
+    )
     r, t = result["cycle_requests_cpu_ms"], result["cycle_settle_cpu_ms"]
     print(
         f"  of which the two requests: median {r['median']:.2f} ms, p90 {r['p90']:.2f}; telling "

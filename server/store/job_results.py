@@ -17,6 +17,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from archvocab.wire import JobResult, JobStatus
 from server.errors import NotFound
 from server.store.rows import AgentRow, CandidateRow, LeaseRow, MeasurementRow, SearchRow
+from server.store.store import SEARCH_LOCK
 
 T = TypeVar("T")
 
@@ -45,6 +46,13 @@ _JOB_AND_SEARCH = (
 )
 _JOB_AND_SEARCH_LOCKED = _JOB_AND_SEARCH.with_for_update(of=_JOBS)
 _SEARCH_OF = select(_JOBS.c.search_id).where(_JOBS.c.id == bindparam("job"))
+# The job's search as a row of the session, its row locked as `store.get_search` locks it.
+_SEARCH_OF_JOB_LOCKED = (
+    select(SearchRow)
+    .where(SearchRow.id == _SEARCH_OF.scalar_subquery())
+    .with_for_update(**SEARCH_LOCK)
+    .execution_options(populate_existing=True)
+)
 
 _MEASUREMENT = insert(MeasurementRow.__table__)
 _ENDED = {
@@ -109,12 +117,13 @@ def read_job_and_search(
     return job, as_loaded(session, SearchRow, search)
 
 
-def search_of(session: Session, job_id: int) -> int:
-    """The id of the search the job belongs to."""
-    search_id = session.scalar(_SEARCH_OF, {"job": job_id})
-    if search_id is None:
+def locked_search_of(session: Session, job_id: int) -> SearchRow:
+    """The search the job belongs to, its row locked until the transaction ends (PostgreSQL),
+    in one statement."""
+    search = session.scalars(_SEARCH_OF_JOB_LOCKED, {"job": job_id}).first()
+    if search is None:
         raise NotFound("job", job_id)
-    return search_id
+    return search
 
 
 def renew(session: Session, job_id: int, expires: datetime) -> None:
