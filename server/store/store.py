@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from sqlalchemy import Update, bindparam, inspect, update
@@ -64,14 +64,10 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        """A transaction under the write lock; commits on success, rolls back on any error.
-        On PostgreSQL its connection is taken from the pool before the lock: the pool's ping
-        of the server on checkout, and any wait for a free connection, are then not spent
-        holding it."""
-        with _observed(
-            self._observers, self._write_sessions, self.write_lock, connect_first=self.row_locks
-        ) as session:
-            yield session
+        """A transaction under the write lock; commits on success, rolls back on any error."""
+        with self.write_lock:
+            with _observed(self._observers, self._write_sessions) as session:
+                yield session
 
     @contextmanager
     def write_rows(self) -> Iterator[Session]:
@@ -93,31 +89,22 @@ class Store:
 
 @contextmanager
 def _observed(
-    observers: list[TransactionObserver],
-    sessions: sessionmaker[Session],
-    lock: threading.RLock | None = None,
-    connect_first: bool = False,
+    observers: list[TransactionObserver], sessions: sessionmaker[Session]
 ) -> Iterator[Session]:
-    """A transaction that tells `observers` before it commits and how it ended; with `lock`,
-    held from its first statement until its observers have heard how it ended, its connection
-    taken before the lock with `connect_first`."""
-    with sessions() as session:
-        if connect_first:
-            session.connection()
-        with lock if lock is not None else nullcontext():
-            try:
-                with session.get_transaction() or session.begin():
-                    yield session
-                    for observer in observers:
-                        observer.committing(session)
-            except BaseException:
-                # A cache may hold what the rollback undid (an engine this transaction told
-                # something): its observer forgets it, and it is rebuilt from the rows.
-                for observer in observers:
-                    observer.rolled_back()
-                raise
+    """A transaction that tells `observers` before it commits and how it ended."""
+    try:
+        with sessions() as session, session.begin():
+            yield session
             for observer in observers:
-                observer.committed()
+                observer.committing(session)
+    except BaseException:
+        # A cache may hold what the rollback undid (an engine this transaction told
+        # something): its observer forgets it, and it is rebuilt from the rows.
+        for observer in observers:
+            observer.rolled_back()
+        raise
+    for observer in observers:
+        observer.committed()
 
 
 # A search's row is locked FOR NO KEY UPDATE: writers of the search take turns, while rows

@@ -4,8 +4,6 @@ session's flush), and a write transaction that a read left unread does not lock 
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -105,34 +103,3 @@ def test_a_read_left_unread_does_not_lock_out_the_next_write(store, tmp_path):
         assert session.scalar(select(func.count(SearchRow.id))) == 4
     with pytest.raises(ProgrammingError, match="closed cursor"):
         ids.all()  # read after its session ended: an error, not a stale snapshot
-
-
-def test_on_postgresql_a_write_takes_its_connection_before_it_waits_for_the_write_lock(
-    postgres_url,
-):
-    """The pool's checkout (a ping of the server, or a wait for a free connection) is not
-    spent holding the process's write lock; SQLite's connections need no ping."""
-    store = Store(Settings(database_url=postgres_url, auth=False))
-    checkouts: list[bool] = []  # whether the write lock was held at each checkout
-    event.listen(
-        store.db.pool, "checkout", lambda *a: checkouts.append(store.write_lock._is_owned())
-    )
-    entered = threading.Event()
-
-    def write() -> None:
-        with store.write() as session:
-            entered.set()
-            session.execute(select(func.count()).select_from(SearchRow))
-
-    try:
-        with store.write_lock:  # another writer holds it
-            writer = threading.Thread(target=write)
-            writer.start()
-            deadline = time.monotonic() + 10
-            while not checkouts and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert checkouts == [False] and not entered.is_set()
-        writer.join(10)
-        assert entered.is_set() and not writer.is_alive()
-    finally:
-        store.close()
