@@ -84,9 +84,9 @@ def claim(
 
     A claim that found nothing queued asks the searches for more under the write lock
     (`_top_up`) only when a read does not show that they would give nothing: most claims
-    after a result find the generation still being measured, and on PostgreSQL their
-    top-ups held the write lock a tenth of the time, the results queueing behind them
-    (docs/benchmarks.md, "Claims after a result read before they top up")."""
+    after a result find the generation still being measured, and on PostgreSQL more claims
+    waited for the lock to top up than results waited to be recorded (docs/benchmarks.md,
+    "PostgreSQL's write lock: claims read first")."""
     idle = services.idle_agents
     read_first = not looked and agent_id in idle
     if read_first and _nothing_to_take(services, agent_id, caller):
