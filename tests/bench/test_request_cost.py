@@ -17,11 +17,7 @@ def test_a_tiny_run_counts_statements_and_idle_claims_write_nothing(tmp_path: Pa
     assert result["worked"] == 8 and result["cycle_cpu_ms"]["n"] == 8
     assert result["cycle_statements"]["writes"] > 0  # a claim leases, a result records
     assert result["idle_claim_statements"]["writes"] == 0
-    # A result is recorded holding the write lock (SQLite): some of each cycle's statements
-    # and time are under it, never more than all of them.
-    under = result["cycle_statements_under_lock"]
-    assert 0 < under <= sum(result["cycle_statements"].values())
-    assert result["cycle_write_lock_ms"]["median"] > 0
+    _some_of_each_cycle_under_the_write_lock(result)
     assert "submit_result" in result["profile"] and "claim" in result["profile"]
     # A new reference reading every 5 results, as agents send: 5 + 8 + 8 + 2 results
     assert result["reference_readings"] == 5
@@ -73,8 +69,12 @@ def test_on_postgresql_the_cycles_run_on_a_throwaway_cluster(tmp_path: Path, pos
     result = json.loads(out.read_text())
     assert result["store"] == "postgresql" and result["worked"] == 4
     assert result["idle_claim_statements"]["writes"] == 0
-    # A result is recorded holding the write lock (SQLite): some of each cycle's statements
-    # and time are under it, never more than all of them.
+    _some_of_each_cycle_under_the_write_lock(result)
+
+
+def _some_of_each_cycle_under_the_write_lock(result: dict) -> None:
+    """A result is recorded holding the write lock: some of each cycle's statements and time
+    are under it, never more than all of them."""
     under = result["cycle_statements_under_lock"]
     assert 0 < under <= sum(result["cycle_statements"].values())
     assert result["cycle_write_lock_ms"]["median"] > 0
