@@ -95,6 +95,11 @@ class EngineCache:
         # own: the measurement cache answered their last round in part, or their next round
         # may be a whole generation (server.services.searches.advance, ask_again).
         self._asked_later: set[int] = set()
+        # search id -> (revision, its last result number), as this process numbered it: while
+        # the search's revision is that one, nobody has numbered a result since (numbering a
+        # running search's result moves its revision: server.services.searches.recorded), and
+        # the next result is numbered without a read (`last_numbered`).
+        self._numbered: dict[int, tuple[int, int]] = {}
         self._asked_later_lock = threading.Lock()
         self.restores = 0  # engines rebuilt from every row (a restart, a first sight)
         self.catch_ups = 0  # stale engines brought up to date from the new rows only
@@ -202,6 +207,7 @@ class EngineCache:
         for search_id in self._handed_out:
             self._engines.pop(search_id, None)
             self._idle.pop(search_id, None)
+            self._numbered.pop(search_id, None)
         self._handed_out.clear()
 
     def committing(self, session: Session) -> None:
@@ -213,6 +219,18 @@ class EngineCache:
     def drop(self, search_id: int) -> None:
         self._engines.pop(search_id, None)
         self._idle.pop(search_id, None)
+        self._numbered.pop(search_id, None)
+
+    def last_numbered(self, search: SearchRow) -> int | None:
+        """The search's last result number, where this process gave it at the search's
+        present revision (its row read under the search's lock); None: read it."""
+        known = self._numbered.get(search.id)
+        return known[1] if known is not None and known[0] == search.revision else None
+
+    def numbered(self, search: SearchRow, result_seq: int) -> None:
+        """This transaction gave the search's result `result_seq`, at its present revision."""
+        self._handed_out.add(search.id)  # a rollback forgets it
+        self._numbered[search.id] = (search.revision, result_seq)
 
     def forget(self, search_id: int) -> None:
         """The search ended: nothing of it is kept. A thread still holding its engine lock

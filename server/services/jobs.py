@@ -213,6 +213,23 @@ _ISSUE = insert(_LEASES).values(
     agent_id=bindparam("agent"),
     issued_at=bindparam("issued"),
 )
+# PostgreSQL: the compare-and-set and the lease's log in one statement (the lease it returns
+# says who won), one round trip instead of two.
+_TAKEN = _TAKE.returning(_JOBS.c.id).cte("taken")
+_TAKE_AND_ISSUE = (
+    insert(_LEASES)
+    .from_select(
+        ["id", "job_id", "agent_id", "issued_at"],
+        select(
+            bindparam("lease", type_=_LEASES.c.id.type),
+            _TAKEN.c.id,
+            bindparam("agent", type_=_LEASES.c.agent_id.type),
+            bindparam("issued", type_=_LEASES.c.issued_at.type),
+        ),
+    )
+    .add_cte(_TAKEN)
+    .returning(_LEASES.c.id)
+)
 # Whether a job the agent could take is queued; whether a result waits to be told to one of
 # its searches; its searches and their revisions.
 _ANY_QUEUED = (
@@ -290,10 +307,15 @@ def _take(services: Services, session: Session, agent: Row[Any]) -> JobLease | N
             return None
         job_id = picked.id
         lease_id = uuid.uuid4().hex
-        lease = {"job": job_id, "lease": lease_id, "agent": agent.id}
-        won = session.execute(_TAKE, {**lease, "expires": expires}).rowcount
+        lease = {"job": job_id, "lease": lease_id, "agent": agent.id, "expires": expires}
+        if store.row_locks:
+            issued = session.execute(_TAKE_AND_ISSUE, {**lease, "issued": now}).first()
+            won = 0 if issued is None else 1
+        else:
+            won = session.execute(_TAKE, lease).rowcount
+            if won == 1:
+                session.execute(_ISSUE, {**lease, "issued": now})
         if won == 1:
-            session.execute(_ISSUE, {**lease, "issued": now})
             terms = _terms(services, session, picked.search_id, picked.created_at)
             log_event("job.claimed", job_id=job_id, search_id=picked.search_id, agent_id=agent.id)
             services.idle_agents.pop(agent.id, None)

@@ -85,18 +85,20 @@ _LAST_SEQ = select(func.max(_JOBS.c.result_seq)).where(_JOBS.c.search_id == bind
 
 
 def record_result(
-    session: Session, search: SearchRow, row: CandidateRow, engine: Engine | None
-) -> None:
-    """Number a told result and store the frontier's hypervolume with it."""
-    # The last number given in this transaction, else the store's: then the read need not
-    # flush what the transaction changed so far (one UPDATE of the row instead of two).
-    numbered = session.info.setdefault("last_result_seq", {})
-    last = numbered.get(search.id)
+    session: Session,
+    search: SearchRow,
+    row: CandidateRow,
+    engine: Engine | None,
+    last: int | None = None,
+) -> int:
+    """Number a told result and store the frontier's hypervolume with it; returns its number.
+    `last`: the search's last result number, where the caller knows it; else it is read."""
     if last is None:
+        # The numbers are written as they are given (`write_columns`): the read need not
+        # flush what the transaction changed so far (one UPDATE of the row instead of two).
         with session.no_autoflush:
-            last = session.scalar(_LAST_SEQ, {"search": search.id})
-    numbered[search.id] = (last or 0) + 1
-    values: dict[str, Any] = {"result_seq": numbered[search.id]}
+            last = session.scalar(_LAST_SEQ, {"search": search.id}) or 0
+    values: dict[str, Any] = {"result_seq": last + 1}
     norm = normaliser(search)
     if norm is None:
         write_columns(session, row, **values)
@@ -104,10 +106,11 @@ def record_result(
             _backfill(session, search)
             if engine is not None:
                 engine.use_normaliser(normaliser(search))
-        return
+        return last + 1
     if engine is not None:
         values["hypervolume"] = engine.frontier_hypervolume(norm)
     write_columns(session, row, **values)
+    return last + 1
 
 
 def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:

@@ -371,9 +371,12 @@ def recorded(
     if row.round > 0:  # a new revision all the same: it may let the search finish
         services.engines.changed(session, search)
         return
-    if engine is not None:
-        services.engines.changed(session, search)
-    quality.record_result(session, search, row, engine)
+    if engine is None:  # a search that stopped: its numbers are read
+        quality.record_result(session, search, row, engine)
+        return
+    last = services.engines.last_numbered(search)  # at the revision before this result's
+    services.engines.changed(session, search)
+    services.engines.numbered(search, quality.record_result(session, search, row, engine, last))
 
 
 def _log_finished(search: SearchRow) -> None:

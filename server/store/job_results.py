@@ -87,6 +87,17 @@ _COUNT_FAILED = (
     .where(_AGENTS.c.id == bindparam("agent"))
     .values(failures=_AGENTS.c.failures + 1)
 )
+# PostgreSQL: the agent's count moved by the measurement's insert, one round trip instead of
+# two (each held the process's write lock about half a millisecond under load). The insert's
+# parameters are named apart (`_counted`): a parameter named as a column of the agents (its
+# fingerprint_key) would be set by the count's UPDATE too.
+_MEASURED_COLUMNS = [c for c in MeasurementRow.__table__.columns if not c.primary_key]
+_MEASUREMENT_COUNTED = (
+    insert(MeasurementRow.__table__)
+    .values({c.key: bindparam(f"m_{c.key}", type_=c.type) for c in _MEASURED_COLUMNS})
+    .add_cte(_COUNT_MEASURED.returning(_AGENTS.c.id).cte("counted"))
+    .returning(MeasurementRow.__table__.c.id)
+)
 _RENEW = (
     update(_JOBS)
     .where(_JOBS.c.id == bindparam("job"))
@@ -149,10 +160,15 @@ def finish(
         "result_lease_id": result.lease_id,
     }
     if measurement is not None:
-        inserted = session.execute(_MEASUREMENT, measurement).inserted_primary_key
-        measurement["id"] = inserted[0]
+        if session.get_bind().dialect.name == "postgresql":
+            counted = {f"m_{c.key}": measurement[c.key] for c in _MEASURED_COLUMNS}
+            counted["agent"] = result.agent_id
+            measurement["id"] = session.execute(_MEASUREMENT_COUNTED, counted).scalar_one()
+        else:
+            inserted = session.execute(_MEASUREMENT, measurement).inserted_primary_key
+            measurement["id"] = inserted[0]
+            session.execute(_COUNT_MEASURED, {"agent": result.agent_id})
         session.execute(_MEASURED, {**ended, "measurement": measurement["id"]})
-        session.execute(_COUNT_MEASURED, {"agent": result.agent_id})
         changes.update(status=JobStatus.MEASURED, measurement_id=measurement["id"])
     else:
         failure = result.failure

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from sqlalchemy import event
@@ -289,24 +290,26 @@ def test_an_idle_claim_writes_nothing_and_work_still_reaches_the_agent(client, c
 
 
 class _Statements:
-    """The statements a store runs, as (verb, first table) pairs."""
+    """The statements a store runs (`count`), and what each reads or writes as (verb, first
+    table) pairs (`seen`): a statement whose WITH holds another (PostgreSQL) gives a pair for
+    each."""
+
+    _PARTS = re.compile(r"\b(SELECT\b.*?\bFROM|INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", re.S)
 
     def __init__(self, client) -> None:
         from sqlalchemy import event
 
+        self.count = 0
         self.seen: list[tuple[str, str]] = []
         event.listen(client.app.state.store.db, "before_cursor_execute", self._seen)
 
     def _seen(self, conn, cursor, statement, *args) -> None:
-        words = statement.split()
-        verb = words[0].upper()
-        if verb == "SELECT":
-            table = words[[w.upper() for w in words].index("FROM") + 1]
-        elif verb in ("INSERT", "DELETE"):
-            table = words[2]
-        else:
-            table = words[1] if len(words) > 1 else ""
-        self.seen.append((verb, table))
+        self.count += 1
+        parts = self._PARTS.findall(statement)
+        if not parts:  # BEGIN IMMEDIATE, a ping
+            self.seen.append((statement.split()[0].upper(), ""))
+        for verb, table in parts:
+            self.seen.append((verb.split()[0].upper(), table))
 
 
 def test_a_result_reads_its_lease_with_its_job_and_writes_each_row_once(client):
@@ -326,10 +329,11 @@ def test_a_result_reads_its_lease_with_its_job_and_writes_each_row_once(client):
     assert seen.count(("UPDATE", "searches")) == 1
     # finished, then numbered and scored as the search is told
     assert seen.count(("UPDATE", "candidates")) == 2
-    # SQLite: BEGIN and 10; PostgreSQL locks the job's search in one statement, then the job
-    # (writes that tell one search take turns); its driver's BEGIN is not counted here
+    # SQLite: BEGIN and 9; PostgreSQL locks the job's search in one statement, then the job
+    # (writes that tell one search take turns), and moves the agent's count with the
+    # measurement's insert; its driver's BEGIN is not counted here
     dialect = client.app.state.store.db.dialect.name
-    assert len(seen) <= {"sqlite": 11, "postgresql": 11}[dialect], seen
+    assert statements.count <= {"sqlite": 10, "postgresql": 9}[dialect], seen
     [candidate] = [
         c
         for c in client.get("/api/v1/searches/1/candidates").json()
