@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import itertools
 
+from sqlalchemy import select
+
+from server.store.rows import CandidateRow
+
 from tests.factories import FINGERPRINT, search_request, synthetic_measurement
 
 
@@ -46,6 +50,16 @@ def test_a_search_run_across_two_servers_proposes_what_one_server_would(make_cli
     engines = first.app.state.services.engines, second.app.state.services.engines
     assert engines[0].catch_ups > 0 and engines[1].catch_ups > 0
     assert (engines[0].restores, engines[1].restores) == (0, 1)
+
+
+def test_results_told_by_two_servers_in_turn_are_numbered_one_after_another(make_client):
+    first, second = make_client("shared.db"), make_client("shared.db")
+    _run([first, second], search_request(budget={"max_evaluations": 20}, seed=3))
+    # Each server keeps the last number it gave, at the search's revision: the other's
+    # results in between move the revision, and the number is read again.
+    with first.app.state.store.read() as session:
+        numbers = session.scalars(select(CandidateRow.result_seq)).all()
+    assert sorted(n for n in numbers if n is not None) == list(range(1, 21))
 
 
 def test_a_cancel_on_one_server_stops_proposals_on_the_other(make_client):
