@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 import weakref
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 
 from server.store.schema import check_schema
 from server.store.schema import migrate as upgrade
@@ -20,18 +22,19 @@ def make_engine(database_url: str, migrate: bool = True) -> Engine:
     (the busy timeout) instead of failing with "database is locked" when a read transaction
     tries to become a write one while another process writes. A connection goes back to the
     pool with its cursors closed (`_close_cursors`).
+
+    PostgreSQL's pooled connections are pinged when taken after a rest (`_ping_if_rested`).
     """
     is_sqlite = database_url.startswith("sqlite")
     sqlite_args = {"check_same_thread": False, "timeout": 30, "factory": _CursorsKnown}
-    engine = create_engine(
-        database_url,
-        connect_args=sqlite_args if is_sqlite else {},
-        pool_pre_ping=not is_sqlite,  # a restarted PostgreSQL leaves dead pooled connections
-    )
+    engine = create_engine(database_url, connect_args=sqlite_args if is_sqlite else {})
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         event.listen(engine.pool, "checkin", _close_cursors)
+    else:
+        event.listen(engine.pool, "checkin", _rests)
+        event.listen(engine.pool, "checkout", _ping_if_rested)
     if migrate:
         upgrade(engine)
     check_schema(engine)
@@ -83,3 +86,31 @@ def _close_cursors(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI o
         return
     for cursor in list(dbapi_connection.cursors):
         cursor.close()
+
+
+# A connection taken from the pool within this long of its last use is not pinged. A restarted
+# PostgreSQL, or a network that dropped an idle connection, leaves dead connections in the
+# pool: a connection that rested longer is pinged, and a dead one is replaced before any
+# statement runs. One used lately is trusted: a ping of every connection taken cost a round
+# trip in each transaction, and a write transaction holds the process's write lock for its
+# round trips (about half a millisecond each under load: docs/benchmarks.md, "Fewer round
+# trips to PostgreSQL"). Should it be dead after all (the database restarted within this
+# long), its statement fails, the request with it (an agent sends it again), and the pool
+# replaces every connection it held before then.
+PING_AFTER_REST_S = 2.0
+_RESTED_SINCE = "hwnas_rested_since"
+
+
+def _rests(dbapi_connection, record) -> None:  # noqa: ANN001 - DBAPI objects
+    record.info[_RESTED_SINCE] = time.monotonic()
+
+
+def _ping_if_rested(dbapi_connection, record, proxy) -> None:  # noqa: ANN001 - DBAPI objects
+    since = record.info.get(_RESTED_SINCE)
+    if since is None or time.monotonic() - since < PING_AFTER_REST_S:
+        return  # new, or used lately
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as error:  # the driver's own error: the connection is gone
+        raise DisconnectionError(f"a pooled connection failed its ping: {error}") from error

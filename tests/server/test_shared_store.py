@@ -9,7 +9,6 @@ import itertools
 from sqlalchemy import select
 
 from server.store.rows import CandidateRow
-
 from tests.factories import FINGERPRINT, search_request, synthetic_measurement
 
 
