@@ -121,16 +121,24 @@ def seen(
     now: datetime,
     lease_seconds: float,
     caller: Caller = TRUSTED,
+    mark: bool = True,
 ) -> Row[Any]:
-    """The agent's `read_agent` columns, marked seen `now` unless it was within
-    `SEEN_RESOLUTION` of a lease; first, whether `caller` may act for it (`check_agent`)."""
+    """The agent's `read_agent` columns, marked seen `now` (`mark_seen`); first, whether
+    `caller` may act for it (`check_agent`). Without `mark` the caller marks it."""
     agent = read_agent(session, agent_id)
     check_agent(session, caller, agent_id, agent)
     if agent is None:
         raise NotFound("agent", agent_id)
-    if not recently_seen(agent.last_seen_at, now, lease_seconds):
-        session.execute(_MARK_SEEN, {"agent": agent_id, "now": now})
+    if mark:
+        mark_seen(session, agent, now, lease_seconds)
     return agent
+
+
+def mark_seen(session: Session, agent: Row[Any], now: datetime, lease_seconds: float) -> None:
+    """Mark the agent (its `read_agent` columns) seen `now`, unless it was within
+    `SEEN_RESOLUTION` of a lease."""
+    if not recently_seen(agent.last_seen_at, now, lease_seconds):
+        session.execute(_MARK_SEEN, {"agent": agent.id, "now": now})
 
 
 def recently_seen(last_seen_at: datetime, now: datetime, lease_seconds: float) -> bool:

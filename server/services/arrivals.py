@@ -38,7 +38,7 @@ from server.services.context import Services
 from server.services.engines import measured_values
 from server.services.searches import advance, ask_again, measuring_slots, recorded, write_round
 from server.store.rows import ArrivalRow, CandidateRow, SearchRow
-from server.store.store import get_search, take_search
+from server.store.store import get_search, take_search, write_deferred
 
 log = logging.getLogger("hwnas.arrivals")
 
@@ -279,6 +279,7 @@ def settle_in(services: Services, session: Session, search: SearchRow) -> int:
         waiting = sorted(session.execute(_TAKE_ARRIVALS, {"search": search.id}).all())
     if not waiting:
         return 0
+    write_deferred(session)  # a result's job finished (`defer_columns`), before rows are read
     query = select(CandidateRow).where(CandidateRow.id.in_([job for _, job in waiting]))
     query = query.options(lazyload(CandidateRow.architecture))  # a result has no use for it
     rows = {row.id: row for row in session.scalars(query)}

@@ -38,6 +38,7 @@ from server.errors import Conflict, NotFound
 from server.services.agents import (
     capabilities,
     capabilities_of,
+    mark_seen,
     read_agent,
     recently_seen,
     seen,
@@ -67,7 +68,7 @@ from server.store.job_results import (
     renew,
 )
 from server.store.rows import AgentRow, ArchitectureRow, CandidateRow, LeaseRow, SearchRow
-from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store
+from server.store.store import SEARCH_LOCK, SKIP_LOCKED, Store, write_deferred
 
 _CLAIM_RACES = 5  # a lost compare-and-set is retried with the next queued job
 
@@ -595,13 +596,16 @@ def submit_result(
     arrive_only = store.row_locks and services.engines.shared
     with store.write_rows() if arrive_only else store.write() as session:
         now = store.now()
-        agent = seen(session, result.agent_id, now, store.settings.lease_seconds, caller)
+        lease_seconds = store.settings.lease_seconds
+        # Marked seen as its result is recorded (`finish`), in the same statement.
+        agent = seen(session, result.agent_id, now, lease_seconds, caller, mark=False)
         job, search = _job_and_search(
             session, job_id, result.lease_id, store.row_locks, tell=not arrive_only
         )
         search_id = search.id  # still to settle, unless told here
         at_once = not arrive_only and not rounds_outside(search)
         if not _admit(job, result):
+            mark_seen(session, agent, now, lease_seconds)
             return ResultReceipt(job_id=job_id, accepted=True, duplicate=True), None
         missing = _missing_proxies(search, result)
         if missing:  # an agent that cannot compute the search's proxy objective
@@ -614,11 +618,12 @@ def submit_result(
         if result.measurement is not None:
             measured = result.measurement.model_dump(mode="json")
             measurement = measurement_columns(search, job.arch_id, agent, measured, now)
-        changes = finish(session, job, result, measurement, now)
-        if at_once:
+        changes = finish(session, job, result, measurement, now, write_job=not at_once)
+        if at_once:  # the job's row written as its search is told: with its number
             row = finished_row(session, job, changes, measurement)
             if tell_now(services, session, search, row):
                 search_id = None
+            write_deferred(session)  # before any statement reads it (`_take`)
         else:
             arrive(session, search.id, job_id)
         taken = _take(services, session, agent) if take_next else None

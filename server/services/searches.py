@@ -31,7 +31,7 @@ from server.services.turns import short_turns
 from server.services.views import Census, candidate_info, search_info
 from server.store.proposals import enqueue
 from server.store.rows import AgentRow, CandidateRow, SearchRow
-from server.store.store import get_search, take_search
+from server.store.store import get_search, take_search, write_columns
 
 
 def create_search(
@@ -369,6 +369,7 @@ def recorded(
     """The rows' side of `tell`, for a result the engine (if any) has heard already: a new
     revision, and the result numbered and scored."""
     if row.round > 0:  # a new revision all the same: it may let the search finish
+        write_columns(session, row)  # its finish, if left to be written with its number
         services.engines.changed(session, search)
         return
     if engine is None:  # a search that stopped: its numbers are read

@@ -17,7 +17,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from archvocab.wire import JobResult, JobStatus
 from server.errors import NotFound
 from server.store.rows import AgentRow, CandidateRow, LeaseRow, MeasurementRow, SearchRow
-from server.store.store import SEARCH_LOCK
+from server.store.store import SEARCH_LOCK, defer_columns
 
 T = TypeVar("T")
 
@@ -77,15 +77,18 @@ _FAILED = (
         failure_message=bindparam("message"),
     )
 )
+# The agent's count moved, and the agent marked seen with it: a result's request does not
+# mark it on its own (server.services.agents.seen, `mark`), which took a statement of its own
+# in most results (an agent's results come further apart than the marks' resolution).
 _COUNT_MEASURED = (
     update(_AGENTS)
     .where(_AGENTS.c.id == bindparam("agent"))
-    .values(jobs_done=_AGENTS.c.jobs_done + 1)
+    .values(jobs_done=_AGENTS.c.jobs_done + 1, last_seen_at=bindparam("now"))
 )
 _COUNT_FAILED = (
     update(_AGENTS)
     .where(_AGENTS.c.id == bindparam("agent"))
-    .values(failures=_AGENTS.c.failures + 1)
+    .values(failures=_AGENTS.c.failures + 1, last_seen_at=bindparam("now"))
 )
 # PostgreSQL: the agent's count moved by the measurement's insert, one round trip instead of
 # two (each held the process's write lock about half a millisecond under load). The insert's
@@ -147,10 +150,13 @@ def finish(
     result: JobResult,
     measurement: dict[str, Any] | None,
     now: datetime,
+    write_job: bool = True,
 ) -> dict[str, Any]:
     """Record the result admitted for `job`: `measurement` (its row's columns, the id left to
-    the database; None for a failure) inserted, the job finished, the agent's count moved.
-    Returns the job's columns that changed, the measurement's id among them."""
+    the database; None for a failure) inserted, the job finished, the agent's count moved
+    and the agent marked seen `now`.
+    Returns the job's columns that changed, the measurement's id among them. Without
+    `write_job` they are left to the caller (`finished_row`)."""
     ended = {"job": job.id, "now": now, "agent": result.agent_id, "lease": result.lease_id}
     changes: dict[str, Any] = {
         "lease_id": None,
@@ -162,20 +168,22 @@ def finish(
     if measurement is not None:
         if session.get_bind().dialect.name == "postgresql":
             counted = {f"m_{c.key}": measurement[c.key] for c in _MEASURED_COLUMNS}
-            counted["agent"] = result.agent_id
+            counted.update(agent=result.agent_id, now=now)
             measurement["id"] = session.execute(_MEASUREMENT_COUNTED, counted).scalar_one()
         else:
             inserted = session.execute(_MEASUREMENT, measurement).inserted_primary_key
             measurement["id"] = inserted[0]
-            session.execute(_COUNT_MEASURED, {"agent": result.agent_id})
-        session.execute(_MEASURED, {**ended, "measurement": measurement["id"]})
+            session.execute(_COUNT_MEASURED, {"agent": result.agent_id, "now": now})
+        if write_job:
+            session.execute(_MEASURED, {**ended, "measurement": measurement["id"]})
         changes.update(status=JobStatus.MEASURED, measurement_id=measurement["id"])
     else:
         failure = result.failure
         assert failure is not None
         failed = {"kind": failure.kind, "message": failure.message}
-        session.execute(_FAILED, {**ended, **failed})
-        session.execute(_COUNT_FAILED, {"agent": result.agent_id})
+        if write_job:
+            session.execute(_FAILED, {**ended, **failed})
+        session.execute(_COUNT_FAILED, {"agent": result.agent_id, "now": now})
         changes.update(status=JobStatus.FAILED, failure_kind=failure.kind)
         changes["failure_message"] = failure.message
     return changes
@@ -192,13 +200,15 @@ def finished_row(
 ) -> CandidateRow:
     """The finished job as a row of `session`, as if read after `finish` (`job`'s columns
     with `changes`, its measurement with it): what telling its search reads, and where it
-    writes the result's number and hypervolume. Its architecture, which telling has no use
-    for, loads only if asked for."""
+    writes the result's number and hypervolume. `changes`, which `finish` left unwritten,
+    are written with those, in one statement (`defer_columns`). Its architecture, which
+    telling has no use for, loads only if asked for."""
     columns = job._mapping
     measured = None if measurement is None else as_loaded(session, MeasurementRow, measurement)
-    row = CandidateRow(**{key: changes.get(key, columns[key]) for key in _COLUMNS})
+    row = _added(session, CandidateRow(**{key: columns[key] for key in _COLUMNS}))
     set_committed_value(row, "measurement", measured)
-    return _added(session, row)
+    defer_columns(session, row, **changes)
+    return row
 
 
 def as_loaded(session: Session, cls: type[T], columns: dict[str, Any]) -> T:

@@ -300,11 +300,13 @@ class _Statements:
         from sqlalchemy import event
 
         self.count = 0
+        self.texts: list[str] = []
         self.seen: list[tuple[str, str]] = []
         event.listen(client.app.state.store.db, "before_cursor_execute", self._seen)
 
     def _seen(self, conn, cursor, statement, *args) -> None:
         self.count += 1
+        self.texts.append(" ".join(statement.split())[:90])
         parts = self._PARTS.findall(statement)
         if not parts:  # BEGIN IMMEDIATE, a ping
             self.seen.append((statement.split()[0].upper(), ""))
@@ -312,28 +314,32 @@ class _Statements:
             self.seen.append((verb.split()[0].upper(), table))
 
 
-def test_a_result_reads_its_lease_with_its_job_and_writes_each_row_once(client):
+def test_a_result_reads_its_lease_with_its_job_and_writes_each_row_once(client, clock):
     client.post("/api/v1/searches", json=search_request())
     agent = register(client)
     for _ in range(2):  # the process's per-search work done once
         lease = _claim(client, agent)
         client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease))
     lease = _claim(client, agent)
+    clock.advance(5)  # the result comes later than an agent's "last seen" resolution
     statements = _Statements(client)
     reported = client.post(f"/api/v1/jobs/{lease['job_id']}/result", json=_result(agent, lease))
     assert reported.status_code == 200
     seen = statements.seen
     assert ("SELECT", "leases") not in seen  # the lease came with the job
     assert seen.count(("INSERT", "measurements")) == 1
-    assert seen.count(("UPDATE", "agents")) == 1  # the count, no read-modify-write
+    # the count, no read-modify-write, and the agent marked seen with it
+    assert seen.count(("UPDATE", "agents")) == 1
     assert seen.count(("UPDATE", "searches")) == 1
-    # finished, then numbered and scored as the search is told
-    assert seen.count(("UPDATE", "candidates")) == 2
+    # finished, numbered and scored as the search is told, in one statement
+    assert seen.count(("UPDATE", "candidates")) == 1
     # SQLite: BEGIN and 9; PostgreSQL locks the job's search in one statement, then the job
     # (writes that tell one search take turns), and moves the agent's count with the
-    # measurement's insert; its driver's BEGIN is not counted here
+    # measurement's insert; its driver's BEGIN is not counted here. Of those, one counts the
+    # live agents again (searches.LIVE_COUNT_S has passed), one reads the results so far
+    # (the search's first results fix its hypervolume's reference).
     dialect = client.app.state.store.db.dialect.name
-    assert statements.count <= {"sqlite": 10, "postgresql": 9}[dialect], seen
+    assert statements.count <= {"sqlite": 10, "postgresql": 9}[dialect], statements.texts
     [candidate] = [
         c
         for c in client.get("/api/v1/searches/1/candidates").json()
@@ -342,6 +348,7 @@ def test_a_result_reads_its_lease_with_its_job_and_writes_each_row_once(client):
     assert candidate["status"] == "measured" and candidate["measurement"]["agent_id"] == agent
     [view] = client.get("/api/v1/agents").json()
     assert view["jobs_done"] == 3
+    assert datetime.fromisoformat(view["last_seen_at"]) == clock.now.replace(tzinfo=UTC)
 
 
 def test_a_late_result_for_a_job_its_search_cancelled_is_dropped(client, clock):
