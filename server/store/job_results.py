@@ -2,7 +2,8 @@
 statement, loading rows into the session and the unit of work's flush cost more than running
 the statements (issue 20). The job is read with the lease its result names (`read_job`), the
 measurement inserted and the job finished (`finish`), the agent's counter moved; the job
-finished is handed to the search's telling as a session row without a read (`finished_row`).
+finished is handed to the search's telling as a session row without a read (`finished_row`),
+its finish written with the number telling gives it, in one statement.
 """
 
 from __future__ import annotations
