@@ -93,7 +93,7 @@ _COUNT_FAILED = (
 )
 # PostgreSQL: the agent's count moved by the measurement's insert, one round trip instead of
 # two (each held the process's write lock about half a millisecond under load). The insert's
-# parameters are named apart (`_counted`): a parameter named as a column of the agents (its
+# parameters are named apart (`m_<column>`): a parameter named as a column of the agents (its
 # fingerprint_key) would be set by the count's UPDATE too.
 _MEASURED_COLUMNS = [c for c in MeasurementRow.__table__.columns if not c.primary_key]
 _MEASUREMENT_COUNTED = (
