@@ -294,7 +294,10 @@ class _Statements:
     table) pairs (`seen`): a statement whose WITH holds another (PostgreSQL) gives a pair for
     each."""
 
-    _PARTS = re.compile(r"\b(SELECT\b.*?\bFROM|INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", re.S)
+    # (a row lock, FOR UPDATE or FOR NO KEY UPDATE, is not a write)
+    _PARTS = re.compile(
+        r"\b(SELECT\b.*?\bFROM|INSERT INTO|(?<!FOR )(?<!KEY )UPDATE|DELETE FROM)\s+(\w+)", re.S
+    )
 
     def __init__(self, client) -> None:
         from sqlalchemy import event
