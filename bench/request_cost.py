@@ -30,6 +30,10 @@ deployed agents send them (`--readings N`; 0: none): new readings feed the noise
 re-measurements it queues: the CPU of each result and of the claim before it, and every hold
 of the store's write lock from that claim to the result's settle (wall time: what others'
 writes would wait).
+
+`--replay N`: a search of N measured, then the same search created again and replayed from the
+measurement cache: every hold of the write lock from that create until it finishes, and the
+server functions that held it longest.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -465,11 +470,54 @@ def run_remeasured(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-class _HoldTimer:
-    """Times every hold of the store's write lock (outermost; it is re-entrant) into `ms`."""
+def run_replayed(args: argparse.Namespace) -> dict[str, Any]:
+    """A search of `--replay` candidates measured through the service functions, then the
+    same search created again: the measurement cache holds every candidate it proposes, and
+    tells them to it in the create and the rounds after. Every hold of the store's write lock
+    from that create until the replayed search finishes (wall time: what others' writes
+    would wait), its re-measurements measured by the one agent; and where the longest was."""
+    with tempfile.TemporaryDirectory() as tmp:
+        app = create_app(Settings(database_url=f"sqlite:///{Path(tmp) / 'replay.db'}", auth=False))
+        with TestClient(app) as client:
+            request = _search(args.strategy, args.replay, args.seed)
+            client.post("/api/v1/searches", json=request).raise_for_status()
+            agent, services = Agent(client, readings=args.readings), app.state.services
+            while _direct(services, agent):
+                pass
+            held = _HoldTimer(services.store, sites=True)
+            start = time.perf_counter()
+            created = client.post("/api/v1/searches", json=request)
+            created.raise_for_status()
+            answered = time.perf_counter() - start
+            url = f"/api/v1/searches/{created.json()['id']}"
+            while client.get(url).json()["status"] == "running":
+                if not _direct(services, agent):  # its re-measurements, if any
+                    time.sleep(0.05)
+            replayed = time.perf_counter() - start
+            info = client.get(url).json()
+    longest = max(range(len(held.ms)), key=held.ms.__getitem__)
+    return {
+        "replay_candidates": args.replay,
+        "replay_reused": info["progress"]["reused"],
+        "replay_remeasured": info["progress"]["remeasured"],
+        "replay_create_answered_s": answered,
+        "replay_finished_s": replayed,
+        "replay_write_lock_held_ms": _summary(held.ms),
+        "replay_longest_hold_site": held.sites[longest],
+        "replay_holds_over_20ms": sorted(
+            {site for ms, site in zip(held.ms, held.sites) if ms > 20}
+        ),
+    }
 
-    def __init__(self, store: Any) -> None:
+
+class _HoldTimer:
+    """Times every hold of the store's write lock (outermost; it is re-entrant) into `ms`;
+    with `sites`, also names in `sites` the server function that took it (the innermost of
+    server/services/ outside the store)."""
+
+    def __init__(self, store: Any, sites: bool = False) -> None:
         self.ms: list[float] = []
+        self.sites: list[str] | None = [] if sites else None
         self._lock, self._depth, self._since = store.write_lock, 0, 0.0
         store.write_lock = self
 
@@ -483,10 +531,20 @@ class _HoldTimer:
         self._depth -= 1
         if self._depth == 0:
             self.ms.append((time.perf_counter() - self._since) * 1000)
+            if self.sites is not None:
+                self.sites.append(_site())
         self._lock.release()
 
     def _is_owned(self) -> bool:
         return self._lock._is_owned()
+
+
+def _site() -> str:
+    """`module.function` of the innermost frame in server/services/ on this thread's stack."""
+    for frame in reversed(traceback.extract_stack()):
+        if "/server/services/" in frame.filename:
+            return f"{Path(frame.filename).stem}.{frame.name}"
+    return "?"
 
 
 def _summary(ms: list[float]) -> dict[str, float]:
@@ -535,6 +593,13 @@ def main(argv: list[str] | None = None) -> int:
         help="re-measurement results timed at the end of a search of --warm candidates (0: none)",
     )
     parser.add_argument(
+        "--replay",
+        type=int,
+        default=0,
+        help="a search of N measured, then the same search replayed from the measurement "
+        "cache: the write lock's holds until it finishes (0: none)",
+    )
+    parser.add_argument(
         "--readings",
         type=int,
         default=READINGS_EVERY,
@@ -549,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
         result.update(run_served(args))
     if args.remeasure:
         result.update(run_remeasured(args))
+    if args.replay:
+        result.update(run_replayed(args))
     c, d, i = (result[k] for k in ("cycle_cpu_ms", "cycle_services_cpu_ms", "idle_claim_cpu_ms"))
     print(result["profile"])
     print(
@@ -609,6 +676,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"  write lock held from a re-measurement's claim to its result's settle: "
                 f"median {held['median']:.1f} ms, max {held['max']:.0f} ms (n={held['n']})"
             )
+    if args.replay:
+        held = result["replay_write_lock_held_ms"]
+        print(
+            f"a search of {args.replay} replayed from the measurement cache "
+            f"({result['replay_reused']} reused, {result['replay_remeasured']} re-measured): "
+            f"create answered in {result['replay_create_answered_s']:.2f} s, finished in "
+            f"{result['replay_finished_s']:.1f} s; write lock held median "
+            f"{held['median']:.1f} ms, p90 {held['p90']:.1f}, max {held['max']:.0f} "
+            f"(n={held['n']}), "
+            f"longest in {result['replay_longest_hold_site']}; holds over 20 ms in: "
+            + (", ".join(result["replay_holds_over_20ms"]) or "none")
+        )
     if args.json:
         write_json(args.json, result, indent=1)
     return 0

@@ -70,6 +70,25 @@ def chooses(session: Session, search: SearchRow) -> bool:
     return not measuring and remeasure_budget(search.parsed_request) > spent
 
 
+# A table at most this many results behind is brought up to date in a write transaction:
+# reading them costs about what telling them did.
+AT_HAND = 50
+
+
+def table_at_hand(services: Services, session: Session, search: SearchRow) -> bool:
+    """Whether this process keeps the search's result table at most `AT_HAND` results behind,
+    so that `queue` may bring it up to date holding the write lock. Built there, the table of
+    a search the measurement cache replayed whole held it 84-145 ms at 1,000 results
+    (docs/benchmarks.md, "A replayed search's table off the write lock")."""
+    last = services.engines.last_numbered(search)
+    if last is None:
+        last = session.scalar(
+            select(func.max(CandidateRow.result_seq)).where(CandidateRow.search_id == search.id)
+        )
+    behind = services.results.behind(search, last or 0)
+    return behind is not None and behind <= AT_HAND
+
+
 def ready_table(services: Services, search_id: int) -> None:
     """Bring the search's result table up to date in a read, off the write lock: the
     transaction that then queues its re-measurements (`queue`) finds it so."""

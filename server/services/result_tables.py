@@ -62,6 +62,16 @@ class ResultTables:
         settle_after(len(new), self.settle_at)
         return table
 
+    def behind(self, search: SearchRow, last: int) -> int | None:
+        """How many results, up to number `last`, this process's table of the search has still
+        to read; None when it keeps none at the search's normalisation (`get` would build it
+        from every row)."""
+        with self._guard:
+            table = self._tables.get(search.id)
+        if table is None or table.stamp != search.normalisation:
+            return None
+        return max(0, last - table.last)
+
     def read_up_to(self, search_id: int) -> int | None:
         """The last result number this process's table of the search has read (None: it
         keeps no table of it)."""

@@ -39,6 +39,9 @@ def create_search(
 ) -> SearchInfo:
     """Start a search. Its answer warns at once when no agent of its device class has ever
     registered (server.services.availability); `server_url` goes into the command it names."""
+    # A pure function of the request: sampling the space for it held the write lock 50-150 ms
+    # (docs/benchmarks.md, "A replayed search's table off the write lock").
+    normalisation = quality.initial_normalisation(request)
     lock = None
     try:
         with services.store.write() as session:
@@ -50,7 +53,7 @@ def create_search(
                 device=request.measurement.device,
                 request=request.model_dump(mode="json"),
                 created_at=services.store.now(),
-                normalisation=quality.initial_normalisation(request),
+                normalisation=normalisation,
                 revision=0,
             )
             session.add(search)
@@ -272,6 +275,15 @@ def advance(
         asked = engine.ask(slots)
     remeasuring = False
     if engine.finished:
+        if (
+            remeasure.remeasure_budget(search.parsed_request) > 0
+            and not remeasure.table_at_hand(services, session, search)
+            and remeasure.chooses(session, search)
+        ):
+            # Told from the cache, its last results finished the engine here: the table its
+            # re-measurements are chosen from is built off the write lock first (`ask_again`).
+            services.engines.ask_later(search.id)
+            return []
         remeasuring, queued = remeasure.queue(
             services.results, session, search, slots, services.store.now()
         )
