@@ -69,7 +69,7 @@ from hwnas.testing.measurements import (
 )
 from hwnas.testing.servers import RunningServer, serve
 from server.app.factory import create_app
-from server.services import arrivals, jobs
+from server.services import arrivals, jobs, searches
 from server.services.auth import create_token
 from server.settings import Settings
 
@@ -485,10 +485,11 @@ def run_replayed(args: argparse.Namespace) -> dict[str, Any]:
             while _direct(services, agent):
                 pass
             held = _HoldTimer(services.store, sites=True)
+            answered = _Answered()
             start = time.perf_counter()
-            created = client.post("/api/v1/searches", json=request)
+            with answered.timing():
+                created = client.post("/api/v1/searches", json=request)
             created.raise_for_status()
-            answered = time.perf_counter() - start
             url = f"/api/v1/searches/{created.json()['id']}"
             while client.get(url).json()["status"] == "running":
                 if not _direct(services, agent):  # its re-measurements, if any
@@ -500,7 +501,9 @@ def run_replayed(args: argparse.Namespace) -> dict[str, Any]:
         "replay_candidates": args.replay,
         "replay_reused": info["progress"]["reused"],
         "replay_remeasured": info["progress"]["remeasured"],
-        "replay_create_answered_s": answered,
+        # the create's route until its answer was made (the test client also waits for
+        # what the route runs after it)
+        "replay_create_answered_s": answered.s,
         "replay_finished_s": replayed,
         "replay_write_lock_held_ms": _summary(held.ms),
         "replay_longest_hold_site": held.sites[longest],
@@ -508,6 +511,31 @@ def run_replayed(args: argparse.Namespace) -> dict[str, Any]:
             {site for ms, site in zip(held.ms, held.sites) if ms > 20}
         ),
     }
+
+
+class _Answered:
+    """How long `server.services.searches.create_search`, which the route answers with,
+    took within `timing`."""
+
+    def __init__(self) -> None:
+        self.s = 0.0
+
+    @contextlib.contextmanager
+    def timing(self) -> Iterator[None]:
+        create = searches.create_search
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return create(*args, **kwargs)
+            finally:
+                self.s += time.perf_counter() - start
+
+        searches.create_search = timed
+        try:
+            yield
+        finally:
+            searches.create_search = create
 
 
 class _HoldTimer:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, BackgroundTasks, Request
 
 from archvocab.wire import API_PREFIX, BaselineCreate, SearchInfo
 from server.api.deps import User, server_url, services_of
@@ -19,6 +19,8 @@ router = APIRouter(prefix=API_PREFIX)
     dependencies=[User],
     responses=AUTH_ERRORS,
 )
-def create_baseline(body: BaselineCreate, request: Request) -> SearchInfo:
+def create_baseline(body: BaselineCreate, request: Request, after: BackgroundTasks) -> SearchInfo:
     """Measure the space's layer-scaled baseline: a search with strategy 'layer_scaled'."""
-    return searches.create_search(services_of(request), body.as_search(), server_url(request))
+    services = services_of(request)
+    after.add_task(searches.ask_again, services)  # what the measurement cache holds, told
+    return searches.create_search(services, body.as_search(), server_url(request))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from archvocab.wire import (
@@ -38,10 +38,13 @@ router = APIRouter(prefix=API_PREFIX)
     dependencies=[User],
     responses=AUTH_ERRORS,
 )
-def create_search(body: SearchCreate, request: Request) -> SearchInfo:
+def create_search(body: SearchCreate, request: Request, after: BackgroundTasks) -> SearchInfo:
     """Start a search; its `warnings` say at once when no agent of its device class has ever
-    registered (it would wait for one)."""
-    return searches.create_search(services_of(request), body, server_url(request))
+    registered (it would wait for one). Candidates the measurement cache holds are told to it
+    after the answer, beyond its first round."""
+    services = services_of(request)
+    after.add_task(searches.ask_again, services)
+    return searches.create_search(services, body, server_url(request))
 
 
 @router.get(

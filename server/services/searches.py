@@ -38,7 +38,11 @@ def create_search(
     services: Services, request: SearchCreate, server_url: str | None = None
 ) -> SearchInfo:
     """Start a search. Its answer warns at once when no agent of its device class has ever
-    registered (server.services.availability); `server_url` goes into the command it names."""
+    registered (server.services.availability); `server_url` goes into the command it names.
+    Its first round is written here; if the measurement cache answered it, the rounds after
+    are asked by `ask_again`, which the route runs once its answer has gone: a search of
+    5,000 the cache held whole took 16 s to answer otherwise (docs/benchmarks.md, "A
+    replayed search's table off the write lock")."""
     # A pure function of the request: sampling the space for it held the write lock 50-150 ms
     # (docs/benchmarks.md, "A replayed search's table off the write lock").
     normalisation = quality.initial_normalisation(request)
@@ -69,7 +73,6 @@ def create_search(
     finally:
         if lock is not None:
             lock.release()
-    ask_again(services)  # a first round the cache answered goes on
     log_event(
         "search.created",
         search_id=search_id,
