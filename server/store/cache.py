@@ -34,21 +34,27 @@ def settings_key(search: SearchRow) -> str:
     return search.parsed_request.measurement.cache_key()
 
 
-def find_cached(
-    session: Session, search: SearchRow, arch_ids: list[str]
-) -> dict[str, MeasurementRow]:
-    """arch id -> the latest reusable measurement for this search's devices and settings.
+def find_cached(session: Session, search: SearchRow, arch_ids: list[str]) -> dict[str, int]:
+    """arch id -> the id of the latest reusable measurement for this search's devices and
+    settings.
 
     A search whose proxy objective the agents compute reuses only measurements that carry
-    that proxy on the same minibatch (otherwise it is measured, and computed, again).
+    that proxy on the same minibatch (otherwise it is measured, and computed, again). Only
+    ids, and those two members, are read, not the measurements: a round replayed in parts
+    looks up each part's 50 proposals and writes the first 8 the cache holds, and reading
+    whole measurements (their raw samples dominate a row) took a third of its write lock
+    (docs/benchmarks.md, "A replayed search's table off the write lock").
     """
     if not arch_ids:
         return {}
     request = search.parsed_request
     needed, inputs_key = request.agent_proxies, request.proxy_inputs.key()
     devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == search.device_class)
-    rows = session.scalars(
-        select(MeasurementRow)
+    columns = [MeasurementRow.id, MeasurementRow.arch_id]
+    if needed:
+        columns += [MeasurementRow.result["proxies"], MeasurementRow.result["proxy_inputs"]]
+    rows = session.execute(
+        select(*columns)
         .where(
             MeasurementRow.arch_id.in_(arch_ids),
             MeasurementRow.settings_key == settings_key(search),
@@ -57,15 +63,16 @@ def find_cached(
         )
         .order_by(MeasurementRow.id)
     )
-    usable = [r for r in rows if _has_proxies(r.result, needed, inputs_key)]
-    return {row.arch_id: row for row in usable}  # later rows win: the latest measurement
+    return {  # later rows win: the latest measurement
+        row[1]: row[0] for row in rows if not needed or _has_proxies(*row[2:], needed, inputs_key)
+    }
 
 
-def _has_proxies(result: dict[str, Any], names: list[str], inputs_key: str) -> bool:
-    if not names:
-        return True
-    values = result.get("proxies") or {}
-    return result.get("proxy_inputs") == inputs_key and all(n in values for n in names)
+def _has_proxies(
+    values: dict[str, Any] | None, inputs: str | None, names: list[str], inputs_key: str
+) -> bool:
+    """Whether a measurement's `proxies` hold each of `names`, computed on `inputs_key`."""
+    return inputs == inputs_key and all(n in (values or {}) for n in names)
 
 
 def measurement_columns(

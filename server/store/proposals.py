@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from archvocab.wire import JobStatus
 from search.records import Candidate
 from server.store.cache import find_cached
-from server.store.rows import ArchitectureRow, CandidateRow, MeasurementRow, SearchRow
+from server.store.rows import ArchitectureRow, CandidateRow, SearchRow
 
 
 def enqueue(
@@ -71,9 +71,7 @@ def enqueue(
     return len(batch), list(session.scalars(query.order_by(CandidateRow.id)))
 
 
-def _up_to_reused(
-    batch: list[Candidate], cached: dict[str, MeasurementRow], most: int
-) -> list[Candidate]:
+def _up_to_reused(batch: list[Candidate], cached: dict[str, int], most: int) -> list[Candidate]:
     """The batch's first proposals, up to the one that is the `most`-th the cache holds."""
     hits = 0
     for index, candidate in enumerate(batch):
@@ -92,9 +90,9 @@ def _insert_architectures(dialect: str) -> Insert:
 
 
 def _candidate_columns(
-    search_id: int, c: Candidate, now: datetime, hit: MeasurementRow | None
+    search_id: int, c: Candidate, now: datetime, hit: int | None
 ) -> dict[str, Any]:
-    """A proposal's job row: queued, or measured already by the cache's `hit`."""
+    """A proposal's job row: queued, or measured already by the cache's `hit` (its id)."""
     return {
         "search_id": search_id,
         "arch_id": c.arch_id,
@@ -105,6 +103,6 @@ def _candidate_columns(
         "attempts": 0,
         "reused": hit is not None,
         "finished_at": None if hit is None else now,
-        "measurement_id": None if hit is None else hit.id,
+        "measurement_id": hit,
         "prediction": c.predicted,
     }
