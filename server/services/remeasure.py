@@ -78,8 +78,8 @@ AT_HAND = 50
 def table_at_hand(services: Services, session: Session, search: SearchRow) -> bool:
     """Whether this process keeps the search's result table at most `AT_HAND` results behind,
     so that `queue` may bring it up to date holding the write lock. Built there, the table of
-    a search the measurement cache replayed whole held it 84-145 ms at 1,000 results
-    (docs/benchmarks.md, "A replayed search's table off the write lock")."""
+    a search the measurement cache replayed whole held it 154-168 ms at 1,000 results and
+    534 ms at 5,000 (docs/benchmarks.md, "A replayed search's table off the write lock")."""
     last = services.engines.last_numbered(search)
     if last is None:
         last = session.scalar(

@@ -43,7 +43,7 @@ def create_search(
     are asked by `ask_again`, which the route runs once its answer has gone: a search of
     5,000 the cache held whole took 16 s to answer otherwise (docs/benchmarks.md, "A
     replayed search's table off the write lock")."""
-    # A pure function of the request: sampling the space for it held the write lock 50-150 ms
+    # A pure function of the request: sampling the space for it held the write lock 21-26 ms
     # (docs/benchmarks.md, "A replayed search's table off the write lock").
     normalisation = quality.initial_normalisation(request)
     lock = None

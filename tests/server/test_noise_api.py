@@ -186,9 +186,9 @@ def test_re_measurements_are_chosen_from_a_table_brought_up_to_date_off_the_writ
 
 def test_a_search_the_cache_replays_whole_builds_its_table_off_the_write_lock(client, monkeypatch):
     # Its last cached results finish the engine inside a write transaction; built there, the
-    # table its re-measurements are chosen from held the write lock 149 ms at 1,000 results,
-    # and the space sample of its normalisation 20-50 ms more in the create (docs/benchmarks.md,
-    # "A replayed search's table off the write lock").
+    # table its re-measurements are chosen from held the write lock 154-168 ms at 1,000
+    # results, and the space sample of its normalisation 21-26 ms more in the create
+    # (docs/benchmarks.md, "A replayed search's table off the write lock").
     from server.services import quality
     from server.services.results import ResultTable
 
