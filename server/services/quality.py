@@ -84,6 +84,11 @@ _JOBS = CandidateRow.__table__
 _LAST_SEQ = select(func.max(_JOBS.c.result_seq)).where(_JOBS.c.search_id == bindparam("search"))
 
 
+def last_result(session: Session, search_id: int) -> int:
+    """The search's last result number (0: none told yet), as the database has it."""
+    return session.scalar(_LAST_SEQ, {"search": search_id}) or 0
+
+
 def record_result(
     session: Session,
     search: SearchRow,
@@ -97,7 +102,7 @@ def record_result(
         # The numbers are written as they are given (`write_columns`): the read need not
         # flush what the transaction changed so far (one UPDATE of the row instead of two).
         with session.no_autoflush:
-            last = session.scalar(_LAST_SEQ, {"search": search.id}) or 0
+            last = last_result(session, search.id)
     values: dict[str, Any] = {"result_seq": last + 1}
     norm = normaliser(search)
     if norm is None:

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from archvocab.wire import JobStatus, SearchCreate, SearchStatus
 from server.services.context import Services
 from server.services.events import log_event
+from server.services.quality import last_result
 from server.services.result_tables import ResultTables
 from server.services.results import ResultTable
 from server.store.rows import CandidateRow, SearchRow
@@ -51,10 +52,8 @@ def keep_tables_ready(services: Services) -> list[int]:
             request = search.parsed_request
             if remeasure_budget(request) <= 0:
                 continue
-            told = session.scalar(
-                select(func.max(CandidateRow.result_seq)).where(CandidateRow.search_id == search.id)
-            )
-            if (told or 0) >= (1 - READY_SHARE) * request.budget.max_evaluations:
+            told = last_result(session, search.id)
+            if told >= (1 - READY_SHARE) * request.budget.max_evaluations:
                 services.results.get(session, search)
                 ready.append(search.id)
     return ready
@@ -70,8 +69,8 @@ def chooses(session: Session, search: SearchRow) -> bool:
     return not measuring and remeasure_budget(search.parsed_request) > spent
 
 
-# A table at most this many results behind is brought up to date in a write transaction:
-# reading them costs about what telling them did.
+# A table at most this many results behind is brought up to date in a write transaction: a
+# few results read in, against every row read when the table is built.
 AT_HAND = 50
 
 
@@ -82,10 +81,8 @@ def table_at_hand(services: Services, session: Session, search: SearchRow) -> bo
     534 ms at 5,000 (docs/benchmarks.md, "A replayed search's table off the write lock")."""
     last = services.engines.last_numbered(search)
     if last is None:
-        last = session.scalar(
-            select(func.max(CandidateRow.result_seq)).where(CandidateRow.search_id == search.id)
-        )
-    behind = services.results.behind(search, last or 0)
+        last = last_result(session, search.id)
+    behind = services.results.behind(search, last)
     return behind is not None and behind <= AT_HAND
 
 
