@@ -1,9 +1,13 @@
-"""The schedule that requeues expired leases (server.services.leases.requeue_stale), tells
-searches the results left waiting (server.services.arrivals.settle_waiting) and keeps the
-result tables of searches near their end built (server.services.remeasure.keep_tables_ready),
-off the requests' write lock: one task per server process, started and stopped with the app.
-Several processes sharing a database each run one; the requeue is a conditional update and
-a settle locks its search, so whichever comes first does it."""
+"""The schedules off the requests' write lock, one task each per server process, started and
+stopped with the app:
+- the sweep requeues expired leases (server.services.leases.requeue_stale), tells searches
+  the results left waiting (server.services.arrivals.settle_waiting) and keeps the result
+  tables of searches near their end built (server.services.remeasure.keep_tables_ready);
+  several processes sharing a database each run one; the requeue is a conditional update
+  and a settle locks its search, so whichever comes first does it;
+- the checkpoint copies SQLite's write-ahead log into the database (`Store.checkpoint`), so
+  that no commit waits for it; a process's checkpoint that finds another's under way
+  leaves it to that one."""
 
 from __future__ import annotations
 
@@ -41,15 +45,38 @@ async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
             log.exception("the sweep failed; trying again in %.1f s", interval)
 
 
+# How often the write-ahead log is copied into the database: each checkpoint has at most this
+# long's writes to copy, and the log stays far below the length at which a commit would
+# checkpoint itself (server.store.database.AUTOCHECKPOINT_PAGES).
+CHECKPOINT_S = 1.0
+
+
+async def checkpoint_on_schedule(services: Services, stop: asyncio.Event) -> None:
+    """Every CHECKPOINT_S until `stop` is set, a checkpoint; a failed one is logged."""
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), CHECKPOINT_S)
+        if stop.is_set():
+            return
+        try:
+            await to_thread.run_sync(services.store.checkpoint)
+        except Exception:
+            log.exception("the checkpoint failed; trying again in %.1f s", CHECKPOINT_S)
+
+
 @contextlib.asynccontextmanager
 async def lease_schedule(services: Services) -> AsyncIterator[None]:
-    """Run the schedule for the with-block (the app's lifespan). On exit a pass under way
-    finishes first, so the store closes after it: the task is told to stop, not cancelled,
+    """Run the schedules for the with-block (the app's lifespan). On exit a pass under way
+    finishes first, so the store closes after it: the tasks are told to stop, not cancelled,
     because cancelling leaves the pass's thread running (and holding a pooled connection)."""
     stop = asyncio.Event()
-    task = asyncio.create_task(requeue_on_schedule(services, stop), name="requeue-expired-leases")
+    tasks = [
+        asyncio.create_task(requeue_on_schedule(services, stop), name="requeue-expired-leases"),
+        asyncio.create_task(checkpoint_on_schedule(services, stop), name="checkpoint-the-log"),
+    ]
     try:
         yield
     finally:
         stop.set()
-        await task
+        for task in tasks:
+            await task

@@ -103,10 +103,11 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
 # (bench/create_blocking.py; docs/benchmarks.md, "A large first generation in small parts").
 ROUND_CHUNK = 50
 # ... and at most this many that the measurement cache holds: each is told to the engine and
-# scored at once, about 0.3 ms apiece against 0.03 for writing a proposal, and a part of 50
-# replayed ones held the write lock 15-35 ms (docs/benchmarks.md, "Generations off the
-# result's transaction").
-REUSED_CHUNK = 8
+# scored at once, about 1 ms apiece against 0.03 for writing a proposal. A part of 50
+# replayed ones held the write lock 15-35 ms, of 8 16-18 ms at the p90, of 2 8-11 ms
+# (docs/benchmarks.md, "Generations off the result's transaction", "Checkpoints off the
+# write lock"); a replay of 5,000 takes a sixth longer in parts of 2 than of 8.
+REUSED_CHUNK = 2
 # A round of at most this many is asked for in the transaction that made it due (the result
 # that completed a generation, a claim): breeding and writing it hold the write lock about 20
 # ms. A larger one is asked for after it (`ask_again`): the next generation of the largest

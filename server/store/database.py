@@ -21,7 +21,9 @@ def make_engine(database_url: str, migrate: bool = True) -> Engine:
     a write transaction starts with BEGIN IMMEDIATE, so it waits its turn for the one writer
     (the busy timeout) instead of failing with "database is locked" when a read transaction
     tries to become a write one while another process writes. A connection goes back to the
-    pool with its cursors closed (`_close_cursors`).
+    pool with its cursors closed (`_close_cursors`). Its write-ahead log is copied into the
+    database by `checkpoint`, which a server runs on a schedule, rather than by the commit
+    that finds the log long (`AUTOCHECKPOINT_PAGES`).
 
     PostgreSQL's pooled connections are pinged when taken after a rest (`_ping_if_rested`).
     """
@@ -54,8 +56,31 @@ def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+# SQLite copies its write-ahead log into the database (a checkpoint, which syncs the file) in
+# the commit that finds the log longer than this many pages, 1,000 by default: that commit,
+# and the process's write lock with it, then took 15-21 ms, about once in 180 commits while
+# a search was replayed from the cache (docs/benchmarks.md, "Checkpoints off the write
+# lock"). A server checkpoints on its schedule instead (`checkpoint`); a commit still does
+# for a process that runs none, once the log is this long (40 MB).
+AUTOCHECKPOINT_PAGES = 10_000
+
+
+def checkpoint(engine: Engine) -> None:
+    """Copy SQLite's write-ahead log into the database as far as no reader still needs it,
+    waiting for no lock (a passive checkpoint), on a connection of the pool outside any
+    transaction and outside the write lock; writers go on meanwhile. Nothing elsewhere."""
+    if engine.dialect.name != "sqlite":
+        return
+    connection = engine.raw_connection()
+    try:
+        connection.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").close()
+    finally:
+        connection.close()
 
 
 def _sqlite_begin(connection) -> None:  # noqa: ANN001 - SQLAlchemy Connection

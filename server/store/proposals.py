@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Insert, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, lazyload
 
 from archvocab.wire import JobStatus
 from search.records import Candidate
@@ -68,6 +68,8 @@ def enqueue(
         CandidateRow.round == 0,
         CandidateRow.arch_id.in_(reused),
     )
+    # Telling a reused one needs its measurement, not its architecture's spec.
+    query = query.options(lazyload(CandidateRow.architecture))
     return len(batch), list(session.scalars(query.order_by(CandidateRow.id)))
 
 

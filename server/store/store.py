@@ -18,7 +18,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from server.errors import NotFound
 from server.settings import Settings
-from server.store.database import READ, WRITE, make_engine
+from server.store.database import READ, WRITE, checkpoint, make_engine
 from server.store.rows import SearchRow
 
 
@@ -82,6 +82,11 @@ class Store:
 
     def now(self):
         return self.settings.clock()
+
+    def checkpoint(self) -> None:
+        """Copy SQLite's write-ahead log into the database, off the write lock
+        (`database.checkpoint`)."""
+        checkpoint(self.db)
 
     def close(self) -> None:
         self.db.dispose()

@@ -1,0 +1,61 @@
+"""SQLite's write-ahead log is copied into the database on the server's schedule
+(server.app.sweeper, `Store.checkpoint`), not by the commit that finds it long: that commit
+held the process's write lock while it waited (server.store.database.AUTOCHECKPOINT_PAGES)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from server.app.factory import create_app
+from server.settings import Settings
+from server.store.store import Store
+
+PAGE = 4096
+# More pages than a commit of SQLite's default setting lets the log hold (1,000), one row each.
+PAGES = 1_500
+
+
+def _fill(store: Store, pages: int = PAGES, per_commit: int = 250) -> None:
+    with store.write() as session:
+        session.execute(text("CREATE TABLE filler (x BLOB)"))
+    for _ in range(pages // per_commit):
+        with store.write() as session:
+            session.execute(
+                text("INSERT INTO filler (x) VALUES (randomblob(3500))"), [{}] * per_commit
+            )
+
+
+def _log_frames(path) -> int:
+    """Frames in the log now (a passive checkpoint reports them)."""
+    with sqlite3.connect(path) as connection:
+        _busy, frames, _copied = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return frames
+
+
+def test_a_commit_leaves_the_log_to_be_checkpointed_on_the_schedule(tmp_path):
+    path = tmp_path / "c.db"
+    store = Store(Settings(database_url=f"sqlite:///{path}", auth=False))
+    try:
+        _fill(store)
+        # A commit that checkpointed the log would have started it again after the copy.
+        assert _log_frames(path) >= PAGES
+    finally:
+        store.close()
+
+
+def test_a_running_server_copies_the_log_into_the_database(tmp_path):
+    path = tmp_path / "s.db"
+    app = create_app(Settings(database_url=f"sqlite:///{path}", auth=False))
+    with TestClient(app):
+        before = os.path.getsize(path)
+        _fill(app.state.store)
+        deadline = time.monotonic() + 10
+        # Pages reach the database file only by a checkpoint, and every one of the log's.
+        while os.path.getsize(path) < before + PAGES * PAGE:
+            assert time.monotonic() < deadline, "the log was not copied within 10 s"
+            time.sleep(0.05)
