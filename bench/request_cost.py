@@ -485,6 +485,7 @@ def run_replayed(args: argparse.Namespace) -> dict[str, Any]:
             while _direct(services, agent):
                 pass
             held = _HoldTimer(services.store, sites=True)
+            commits = _CommitTimer(services.store)
             answered = _Answered()
             start = time.perf_counter()
             with answered.timing():
@@ -510,6 +511,10 @@ def run_replayed(args: argparse.Namespace) -> dict[str, Any]:
         "replay_holds_over_20ms": sorted(
             {site for ms, site in zip(held.ms, held.sites) if ms > 20}
         ),
+        # every COMMIT the store's connections ran (on SQLite, a commit that found the
+        # write-ahead log long also copied it into the database)
+        "replay_commit_ms": _summary(commits.ms),
+        "replay_commits_over_5ms": sum(ms > 5 for ms in commits.ms),
     }
 
 
@@ -565,6 +570,25 @@ class _HoldTimer:
 
     def _is_owned(self) -> bool:
         return self._lock._is_owned()
+
+
+class _CommitTimer:
+    """Times every commit of the store's connections into `ms` (the dialect's, which runs the
+    driver's COMMIT)."""
+
+    def __init__(self, store: Any) -> None:
+        self.ms: list[float] = []
+        dialect = store.db.dialect
+        commit = dialect.do_commit
+
+        def timed(connection: Any) -> None:
+            start = time.perf_counter()
+            try:
+                commit(connection)
+            finally:
+                self.ms.append((time.perf_counter() - start) * 1000)
+
+        dialect.do_commit = timed
 
 
 def _site() -> str:
@@ -715,6 +739,11 @@ def main(argv: list[str] | None = None) -> int:
             f"(n={held['n']}), "
             f"longest in {result['replay_longest_hold_site']}; holds over 20 ms in: "
             + (", ".join(result["replay_holds_over_20ms"]) or "none")
+        )
+        commits = result["replay_commit_ms"]
+        print(
+            f"  commits: median {commits['median']:.2f} ms, max {commits['max']:.0f} ms, "
+            f"{result['replay_commits_over_5ms']} of {commits['n']} over 5 ms"
         )
     if args.json:
         write_json(args.json, result, indent=1)

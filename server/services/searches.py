@@ -103,11 +103,11 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
 # (bench/create_blocking.py; docs/benchmarks.md, "A large first generation in small parts").
 ROUND_CHUNK = 50
 # ... and at most this many that the measurement cache holds: each is told to the engine and
-# scored at once, about 1 ms apiece against 0.03 for writing a proposal. A part of 50
-# replayed ones held the write lock 15-35 ms, of 8 16-18 ms at the p90, of 2 8-11 ms
-# (docs/benchmarks.md, "Generations off the result's transaction", "Checkpoints off the
-# write lock"); a replay of 5,000 takes a sixth longer in parts of 2 than of 8.
-REUSED_CHUNK = 2
+# numbered at once, about 1 ms apiece against 0.03 for writing a proposal. Parts of 8 held
+# the write lock 12-19 ms at the p90 of a replay, parts of 4 10-14 ms for a replay about a
+# tenth longer; parts of 2 gave 10 ms for a replay a quarter longer (docs/benchmarks.md,
+# "Checkpoints off the write lock; a replay's parts of 4").
+REUSED_CHUNK = 4
 # A round of at most this many is asked for in the transaction that made it due (the result
 # that completed a generation, a claim): breeding and writing it hold the write lock about 20
 # ms. A larger one is asked for after it (`ask_again`): the next generation of the largest
