@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 from anyio import to_thread
 
@@ -26,23 +27,33 @@ from server.services.remeasure import keep_tables_ready
 log = logging.getLogger("hwnas.leases")
 
 
-async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
-    """Every sweep interval until `stop` is set, requeue what expired, settle what waits and
-    build the tables re-measurements will need; a failed pass (the database away) is logged
+async def _every(
+    interval: float, stop: asyncio.Event, passes: list[Callable[[], object]], what: str
+) -> None:
+    """Every `interval` until `stop` is set, run `passes` in turn, each in a worker thread (a
+    pass is a blocking database transaction); a failed round (the database away) is logged
     and the next one tries again."""
-    interval = sweep_interval(services.store.settings)
     while True:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)
         if stop.is_set():
             return
         try:
-            # In a worker thread: the pass is a blocking database transaction.
-            await to_thread.run_sync(requeue_stale, services.store, services.work)
-            await to_thread.run_sync(settle_waiting, services)
-            await to_thread.run_sync(keep_tables_ready, services)
+            for run in passes:
+                await to_thread.run_sync(run)
         except Exception:
-            log.exception("the sweep failed; trying again in %.1f s", interval)
+            log.exception("%s failed; trying again in %.1f s", what, interval)
+
+
+async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
+    """Every sweep interval until `stop` is set, requeue what expired, settle what waits and
+    build the tables re-measurements will need."""
+    passes = [
+        partial(requeue_stale, services.store, services.work),
+        partial(settle_waiting, services),
+        partial(keep_tables_ready, services),
+    ]
+    await _every(sweep_interval(services.store.settings), stop, passes, "the sweep")
 
 
 # How often the write-ahead log is copied into the database: each checkpoint has at most this
@@ -52,16 +63,8 @@ CHECKPOINT_S = 1.0
 
 
 async def checkpoint_on_schedule(services: Services, stop: asyncio.Event) -> None:
-    """Every CHECKPOINT_S until `stop` is set, a checkpoint; a failed one is logged."""
-    while True:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), CHECKPOINT_S)
-        if stop.is_set():
-            return
-        try:
-            await to_thread.run_sync(services.store.checkpoint)
-        except Exception:
-            log.exception("the checkpoint failed; trying again in %.1f s", CHECKPOINT_S)
+    """Every CHECKPOINT_S until `stop` is set, a checkpoint."""
+    await _every(CHECKPOINT_S, stop, [services.store.checkpoint], "the checkpoint")
 
 
 @contextlib.asynccontextmanager
