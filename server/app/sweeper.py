@@ -74,9 +74,12 @@ async def lease_schedule(services: Services) -> AsyncIterator[None]:
     because cancelling leaves the pass's thread running (and holding a pooled connection)."""
     stop = asyncio.Event()
     tasks = [
-        asyncio.create_task(requeue_on_schedule(services, stop), name="requeue-expired-leases"),
-        asyncio.create_task(checkpoint_on_schedule(services, stop), name="checkpoint-the-log"),
+        asyncio.create_task(requeue_on_schedule(services, stop), name="requeue-expired-leases")
     ]
+    if services.store.db.dialect.name == "sqlite":  # PostgreSQL checkpoints by itself
+        tasks.append(
+            asyncio.create_task(checkpoint_on_schedule(services, stop), name="checkpoint-the-log")
+        )
     try:
         yield
     finally:
