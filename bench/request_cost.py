@@ -511,6 +511,11 @@ def run_replayed(args: argparse.Namespace) -> dict[str, Any]:
         "replay_holds_over_20ms": sorted(
             {site for ms, site in zip(held.ms, held.sites) if ms > 20}
         ),
+        # each site's holds: where the long ones come from besides the longest
+        "replay_holds_by_site": {
+            site: _summary([ms for ms, at in zip(held.ms, held.sites) if at == site])
+            for site in sorted(set(held.sites))
+        },
         # every COMMIT the store's connections ran (on SQLite, a commit that found the
         # write-ahead log long also copied it into the database)
         "replay_commit_ms": _summary(commits.ms),
@@ -745,6 +750,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  commits: median {commits['median']:.2f} ms, max {commits['max']:.0f} ms, "
             f"{result['replay_commits_over_5ms']} of {commits['n']} over 5 ms"
         )
+        for site, holds in result["replay_holds_by_site"].items():
+            print(
+                f"  held in {site}: {holds['n']} times, median {holds['median']:.1f} ms, "
+                f"p90 {holds['p90']:.1f}, max {holds['max']:.0f}"
+            )
     if args.json:
         write_json(args.json, result, indent=1)
     return 0

@@ -243,7 +243,9 @@ def advance(
       Such a strategy has nothing being measured then, so nothing is told to it meanwhile
       and the same proposals come;
     - a finished engine's re-measurements, when they would be chosen now: their result table
-      is brought up to date off the write lock first (`remeasure.ready_table`).
+      is brought up to date off the write lock first (`remeasure.ready_table`);
+    - a search left to `ask_again` already (a replay from the measurement cache between two
+      of its rounds): it is asked there.
 
     `in_parts` (the caller holds the search's engine lock between its transactions): at
     most `ROUND_CHUNK` proposals, `REUSED_CHUNK` of them reused, are written here, and what
@@ -254,6 +256,10 @@ def advance(
     if slots is None:
         slots = measuring_slots(services, session, search.device_class)
     if asked is None:
+        if services.engines.to_ask_later(search.id):
+            # A claim that came between two of a replay's rounds bred the next generation in
+            # its transaction, others waiting 10-18 ms for it.
+            return []
         large = engine.most_asked(slots) > ROUND_IN_TRANSACTION
         if large or (engine.finished and remeasure.chooses(session, search)):
             services.engines.ask_later(search.id)

@@ -41,7 +41,7 @@ def find_cached(session: Session, search: SearchRow, arch_ids: list[str]) -> dic
     A search whose proxy objective the agents compute reuses only measurements that carry
     that proxy on the same minibatch (otherwise it is measured, and computed, again). Only
     ids, and those two members, are read, not the measurements: a round replayed in parts
-    looks up each part's 50 proposals and writes the first few the cache holds, and reading
+    looks up each part's proposals and writes the first few the cache holds, and reading
     whole measurements (their raw samples dominate a row) took 0.9 s of the 5 s a replay of
     1,000 held the write lock under cProfile (docs/benchmarks.md, "A replayed search's table
     off the write lock").

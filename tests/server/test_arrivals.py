@@ -468,6 +468,54 @@ def test_a_result_that_completes_a_generation_leaves_the_next_to_be_bred_and_wri
     assert max(written) == 4 and sum(written) == len(expected)
 
 
+@pytest.mark.parametrize("left_to_ask_again", [False, True])
+def test_a_search_left_to_be_asked_again_is_bred_off_the_write_lock(
+    client, monkeypatch, left_to_ask_again
+):
+    # Between two of a replay's rounds, which `ask_again` asks off the write lock, a claim
+    # that came in bred the next generation in its transaction, others waiting 10-18 ms
+    # (docs/benchmarks.md, "A replay's lookups, and claims between its rounds").
+    from search.strategies.lts import LTSEngine
+
+    request = search_request(
+        budget={"max_evaluations": 30},
+        population={"initial": 6, "parents": 2, "mutations": 6, "crossovers": 4},
+    )
+    search_id = client.post("/api/v1/searches", json=request).json()["id"]
+    agent = register(client)
+    assert play_agent(client, agent, max_jobs=5) == 5
+    services = client.app.state.services
+    last = jobs.claim(services, agent)
+    under_lock: list[bool] = []  # for each ask that proposed something
+    ask = LTSEngine.ask
+
+    def watched(engine, slots: int = 1):
+        batch = ask(engine, slots)
+        if batch:
+            under_lock.append(services.store.write_lock._is_owned())
+        return batch
+
+    monkeypatch.setattr(LTSEngine, "ask", watched)
+
+    def proposed() -> int:
+        return client.get(f"/api/v1/searches/{search_id}").json()["progress"]["proposed"]
+
+    if left_to_ask_again:  # as a replay's round leaves it
+        services.engines.ask_later(search_id)
+    _report(services, agent, last)  # completes the first generation
+    assert proposed() == (6 if left_to_ask_again else 16)
+    lease = jobs.claim(services, agent)  # the second generation's first job
+    assert lease is not None and proposed() == 16
+    # Left to be asked again, the claim asked it after its transaction; else the result
+    # that completed the generation bred it in its own (a generation of at most
+    # ROUND_IN_TRANSACTION).
+    assert under_lock == [not left_to_ask_again]
+    _report(services, agent, lease)
+    assert play_agent(client, agent) >= 30 - 7  # and any re-measurements
+    assert client.get(f"/api/v1/searches/{search_id}").json()["status"] == "finished"
+    assert proposed() == 30
+
+
 def test_a_round_written_in_parts_pauses_between_them_with_the_write_lock_let_go(
     client, monkeypatch
 ):

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from server.app.factory import create_app
 from server.services import searches
 from server.settings import Settings
+from server.store import proposals
 from server.store.rows import CandidateRow
 from server.store.schema import SchemaMismatch
 from tests.factories import FINGERPRINT, play_agent, register, search_request
@@ -211,8 +212,18 @@ def test_a_search_the_cache_replays_whole_is_told_a_few_at_a_time(client, monkey
             pass
 
     client.app.state.services.store.observe(Counted())
+    looked_up: list[int] = []  # proposals each lookup of the cache asked for
+    find_cached = proposals.find_cached
+
+    def counted(session, search, arch_ids):  # noqa: ANN001, ANN202
+        looked_up.append(len(arch_ids))
+        return find_cached(session, search, arch_ids)
+
+    monkeypatch.setattr(proposals, "find_cached", counted)
     second, second_candidates, jobs = _run_search(client, agent)
     assert jobs == 0 and second["status"] == "finished"
+    # a part looks up as many as it writes while they are all cached, not the round's 50
+    assert max(looked_up) == 2
     # the search's row, then each generation told (and asked for) two at a time
     assert max(commits) == 2 and sum(commits) == len(first_candidates)
     assert len(commits) >= 1 + len(first_candidates) / 2
