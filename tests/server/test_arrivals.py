@@ -470,13 +470,14 @@ def test_a_result_that_completes_a_generation_leaves_the_next_to_be_bred_and_wri
 
 @pytest.mark.parametrize("left_to_ask_again", [False, True])
 def test_a_search_left_to_be_asked_again_is_bred_off_the_write_lock(
-    client, monkeypatch, left_to_ask_again
+    make_client, monkeypatch, left_to_ask_again
 ):
     # Between two of a replay's rounds, which `ask_again` asks off the write lock, a claim
     # that came in bred the next generation in its transaction, others waiting 10-18 ms
     # (docs/benchmarks.md, "A replay's lookups, and claims between its rounds").
     from search.strategies.lts import LTSEngine
 
+    client = make_client(requeue_every_s=3600)  # no schedule asks it meanwhile
     request = search_request(
         budget={"max_evaluations": 30},
         population={"initial": 6, "parents": 2, "mutations": 6, "crossovers": 4},
