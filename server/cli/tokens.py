@@ -12,7 +12,7 @@ from rich.table import Table
 
 from server.services import auth
 from server.settings import Settings, utcnow
-from server.store.database import make_engine
+from server.store.database import READ, WRITE, make_engine
 from server.store.rows import TokenRow
 from server.store.schema import SchemaMismatch
 
@@ -26,8 +26,12 @@ def run(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
     out = Console(highlight=False)
+    # A create or a revoke writes: on SQLite its transaction begins as a write (BEGIN
+    # IMMEDIATE), or its first write fails at once with "database is locked" whenever a
+    # running server wrote since its first read (server.store.database.WRITE).
+    bind = engine.execution_options(**(READ if args.token_command == "list" else WRITE))
     try:
-        with Session(engine) as session, session.begin():
+        with Session(bind) as session, session.begin():
             if args.token_command == "create":
                 row, secret = auth.create_token(session, args.name, args.kind, utcnow())
                 if args.json:
