@@ -147,7 +147,8 @@ def test_an_idle_agent_is_quiet_and_exits_once_its_token_is_revoked(tmp_path, pr
     assert len([line for line in log.splitlines() if " INFO " in line]) <= 5, log
     # An admin revokes the enrollment token: the agent's credential goes with it.
     revoke = hwnas_command("token", "revoke", "test-agents", "--db", str(db))
-    subprocess.run(revoke, check=True, capture_output=True)
+    revoked = subprocess.run(revoke, capture_output=True, text=True)
+    assert revoked.returncode == 0, revoked.stderr
     assert agent.wait(timeout=30) == EXIT_REFUSED
     [error] = [line for line in procs.log("agent-0").splitlines() if " ERROR " in line]
     assert "refused (401: token 'test-agents' was revoked" in error
