@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = Console(highlight=False)
     # A create or a revoke writes: on SQLite its transaction begins as a write (BEGIN
-    # IMMEDIATE), or its first write fails at once with "database is locked" whenever a
-    # running server wrote since its first read (server.store.database.WRITE).
+    # IMMEDIATE), as the store's do (server.store.database.WRITE), so that it waits its turn
+    # beside a running server rather than upgrading a read.
     bind = engine.execution_options(**(READ if args.token_command == "list" else WRITE))
     try:
         with Session(bind) as session, session.begin():

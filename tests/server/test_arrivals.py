@@ -474,7 +474,7 @@ def test_a_search_left_to_be_asked_again_is_bred_off_the_write_lock(
 ):
     # Between two of a replay's rounds, which `ask_again` asks off the write lock, a claim
     # that came in bred the next generation in its transaction, others waiting 10-18 ms
-    # (docs/benchmarks.md, "A replay's lookups, and claims between its rounds").
+    # (docs/benchmarks.md, "A replay's claims and lookups; where a replay's holds go").
     from search.strategies.lts import LTSEngine
 
     client = make_client(requeue_every_s=3600)  # no schedule asks it meanwhile
