@@ -11,6 +11,7 @@ the first ten successful measurements, and then every earlier result gets its va
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from server.services.frontier import is_feasible, objective_values
 from server.services.results import Told
 from server.settings import as_utc
 from server.store.rows import CandidateRow, SearchRow
-from server.store.store import write_columns
+from server.store.store import write_columns, write_columns_of
 
 SPACE_SAMPLE = 500  # specs sampled to bound a zero-cost proxy when the search starts
 FIRST_RESULTS = 10  # successful measurements that fix a reference nothing else gave
@@ -116,6 +117,33 @@ def record_result(
         values["hypervolume"] = engine.frontier_hypervolume(norm)
     write_columns(session, row, **values)
     return last + 1
+
+
+def record_results(
+    session: Session,
+    search: SearchRow,
+    rows: list[CandidateRow],
+    engine: Engine,
+    tell: Callable[[CandidateRow], None],
+    last: int | None = None,
+) -> int | None:
+    """`record_result` for several results at once (the measurement cache's hits of a round's
+    part): `tell` tells `engine` each row in turn, and each is numbered with the frontier's
+    hypervolume after it, all written by one statement; returns the last number. While the
+    normalisation is still open, nothing is told and None returned: fixing it reads the rows
+    numbered so far, so the caller tells them one at a time."""
+    norm = normaliser(search)
+    if norm is None:
+        return None
+    if last is None:
+        with session.no_autoflush:  # as in `record_result`
+            last = last_result(session, search.id)
+    values = []
+    for seq, row in enumerate(rows, start=last + 1):
+        tell(row)
+        values.append({"result_seq": seq, "hypervolume": engine.frontier_hypervolume(norm)})
+    write_columns_of(session, rows, values)
+    return last + len(rows)
 
 
 def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:

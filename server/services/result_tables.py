@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import JobStatus, SearchCreate
@@ -103,17 +103,46 @@ _COLUMNS = (
 )
 
 
+# The reads of `ResultTables.get`, built once: `remeasure.queue` runs them in a write
+# transaction.
+_NEWER = (
+    select(*_COLUMNS)
+    .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
+    .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
+    .where(
+        CandidateRow.search_id == bindparam("search"), CandidateRow.result_seq > bindparam("after")
+    )
+    .order_by(CandidateRow.result_seq)
+)
+_FINISHED_AGAIN = (
+    CandidateRow.search_id == bindparam("search"),
+    CandidateRow.round > 0,
+    CandidateRow.status.in_((JobStatus.MEASURED, JobStatus.FAILED)),
+)
+_FINISHED_AGAIN_IDS = select(CandidateRow.id).where(*_FINISHED_AGAIN)
+_AGAIN = select(
+    CandidateRow.id,
+    CandidateRow.arch_id,
+    CandidateRow.status,
+    MeasurementRow.latency_ms,
+    MeasurementRow.peak_memory_mb,
+    MeasurementRow.busy,
+    MeasurementRow.agent_id,
+    MeasurementRow.result["reference"],
+).outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
+# By id while they are few (as each result brings one); all of them when many are new (a
+# table built afresh), rather than a long list of bound ids.
+_AGAIN_BY_ID = _AGAIN.where(CandidateRow.id.in_(bindparam("ids", expanding=True))).order_by(
+    CandidateRow.id
+)
+_AGAIN_ALL = _AGAIN.where(*_FINISHED_AGAIN).order_by(CandidateRow.id)
+
+
 def _read(session: Session, search: SearchRow, after: int) -> list[Told]:
     """The search's results numbered above `after`, in order."""
     request = search.parsed_request
-    query = (
-        select(*_COLUMNS)
-        .join(ArchitectureRow, ArchitectureRow.arch_id == CandidateRow.arch_id)
-        .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
-        .where(CandidateRow.search_id == search.id, CandidateRow.result_seq > after)
-        .order_by(CandidateRow.result_seq)
-    )
-    return [_told(row, request) for row in session.execute(query)]
+    rows = session.execute(_NEWER, {"search": search.id, "after": after})
+    return [_told(row, request) for row in rows]
 
 
 def _told(row: Any, request: SearchCreate) -> Told:
@@ -147,36 +176,16 @@ READ_BY_ID = 200  # new re-measurements read by their ids, at most
 def _read_again(session: Session, search: SearchRow, table: ResultTable) -> list[Again]:
     """The search's finished re-measurements the table has not read (they finish in any
     order, so by id, not by a high-water mark: their ids first, then only the new ones)."""
-    finished = (
-        CandidateRow.search_id == search.id,
-        CandidateRow.round > 0,
-        CandidateRow.status.in_((JobStatus.MEASURED, JobStatus.FAILED)),
-    )
-    ids = session.scalars(select(CandidateRow.id).where(*finished)).all()
+    ids = session.scalars(_FINISHED_AGAIN_IDS, {"search": search.id}).all()
     if len(ids) == len(table.seen_again):  # it has read them all (each once)
         return []
     new = sorted(set(ids) - table.seen_again)
-    query = (
-        select(
-            CandidateRow.id,
-            CandidateRow.arch_id,
-            CandidateRow.status,
-            MeasurementRow.latency_ms,
-            MeasurementRow.peak_memory_mb,
-            MeasurementRow.busy,
-            MeasurementRow.agent_id,
-            MeasurementRow.result["reference"],
-        )
-        .outerjoin(MeasurementRow, MeasurementRow.id == CandidateRow.measurement_id)
-        .order_by(CandidateRow.id)
-    )
-    # By id while they are few (as each result brings one); all of them when many are new
-    # (a table built afresh), rather than a long list of bound ids.
-    query = (
-        query.where(CandidateRow.id.in_(new)) if len(new) <= READ_BY_ID else query.where(*finished)
-    )
+    if len(new) <= READ_BY_ID:
+        rows = session.execute(_AGAIN_BY_ID, {"ids": new})
+    else:
+        rows = session.execute(_AGAIN_ALL, {"search": search.id})
     out = []
-    for job_id, arch_id, status, latency, memory, busy, agent, reference in session.execute(query):
+    for job_id, arch_id, status, latency, memory, busy, agent, reference in rows:
         if job_id in table.seen_again:
             continue
         measured = status == JobStatus.MEASURED and latency is not None

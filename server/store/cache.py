@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import DeviceFingerprint
@@ -50,23 +51,34 @@ def find_cached(session: Session, search: SearchRow, arch_ids: list[str]) -> dic
         return {}
     request = search.parsed_request
     needed, inputs_key = request.agent_proxies, request.proxy_inputs.key()
-    devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == search.device_class)
-    columns = [MeasurementRow.id, MeasurementRow.arch_id]
-    if needed:
-        columns += [MeasurementRow.result["proxies"], MeasurementRow.result["proxy_inputs"]]
     rows = session.execute(
+        _cached(bool(needed)),
+        {"arch_ids": arch_ids, "settings": settings_key(search), "device": search.device_class},
+    )
+    return {  # later rows win: the latest measurement
+        row[1]: row[0] for row in rows if not needed or _has_proxies(*row[2:], needed, inputs_key)
+    }
+
+
+@cache
+def _cached(with_proxies: bool) -> Select:
+    """The lookup, built once (each part of a replay runs it under the write lock): ids and arch ids of the reusable measurements of `arch_ids` taken with
+    `settings` on a device of class `device`, oldest first; `with_proxies`: and the members
+    that say which proxies each carries."""
+    devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == bindparam("device"))
+    columns = [MeasurementRow.id, MeasurementRow.arch_id]
+    if with_proxies:
+        columns += [MeasurementRow.result["proxies"], MeasurementRow.result["proxy_inputs"]]
+    return (
         select(*columns)
         .where(
-            MeasurementRow.arch_id.in_(arch_ids),
-            MeasurementRow.settings_key == settings_key(search),
+            MeasurementRow.arch_id.in_(bindparam("arch_ids", expanding=True)),
+            MeasurementRow.settings_key == bindparam("settings"),
             MeasurementRow.fingerprint_key.in_(devices),
             MeasurementRow.busy.is_(False),
         )
         .order_by(MeasurementRow.id)
     )
-    return {  # later rows win: the latest measurement
-        row[1]: row[0] for row in rows if not needed or _has_proxies(*row[2:], needed, inputs_key)
-    }
 
 
 def _has_proxies(

@@ -7,7 +7,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Insert, insert, select
+from sqlalchemy import Insert, bindparam, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, lazyload
@@ -65,14 +65,23 @@ def enqueue(
     reused = [row["arch_id"] for row in rows if row["reused"]]
     if not reused:
         return len(batch), []
-    query = select(CandidateRow).where(
-        CandidateRow.search_id == search.id,
-        CandidateRow.round == 0,
-        CandidateRow.arch_id.in_(reused),
+    return len(batch), list(
+        session.scalars(_REUSED_ROWS, {"search": search.id, "arch_ids": reused})
     )
-    # Telling a reused one needs its measurement, not its architecture's spec.
-    query = query.options(lazyload(CandidateRow.architecture))
-    return len(batch), list(session.scalars(query.order_by(CandidateRow.id)))
+
+
+# The rows just written as reused, to be told (built once, as the part that writes them runs
+# under the write lock). Telling one needs its measurement, not its architecture's spec.
+_REUSED_ROWS = (
+    select(CandidateRow)
+    .where(
+        CandidateRow.search_id == bindparam("search"),
+        CandidateRow.round == 0,
+        CandidateRow.arch_id.in_(bindparam("arch_ids", expanding=True)),
+    )
+    .options(lazyload(CandidateRow.architecture))
+    .order_by(CandidateRow.id)
+)
 
 
 def _cached_up_to(

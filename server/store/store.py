@@ -164,7 +164,33 @@ def write_columns(session: Session, row: Any, **values: Any) -> None:
         for name, value in values.items():
             setattr(row, name, value)
         return
-    table = row.__table__
+    session.execute(_update(row.__table__, values), {"_row": state.identity[0], **values})
+    for name, value in values.items():
+        set_committed_value(row, name, value)
+
+
+def write_columns_of(session: Session, rows: list[Any], values: list[dict[str, Any]]) -> None:
+    """`write_columns` for several rows of one table in the database, `values[i]` for
+    `rows[i]`, each setting the same columns: one statement run for all of them."""
+    if not rows:
+        return
+    states = [inspect(row) for row in rows]
+    deferred = session.info.get(_DEFERRED)
+    if any(not s.persistent or (deferred and s in deferred) for s in states):
+        for row, columns in zip(rows, values, strict=True):  # rare: each its own way
+            write_columns(session, row, **columns)
+        return
+    session.execute(
+        _update(rows[0].__table__, values[0]),
+        [{"_row": s.identity[0], **v} for s, v in zip(states, values, strict=True)],
+    )
+    for row, columns in zip(rows, values, strict=True):
+        for name, value in columns.items():
+            set_committed_value(row, name, value)
+
+
+def _update(table: Any, values: dict[str, Any]) -> Update:
+    """UPDATE of `values`' columns of one row by its primary key (`_row`), built once."""
     key = (table.name, tuple(values))
     statement = _UPDATES.get(key)
     if statement is None:
@@ -174,9 +200,7 @@ def write_columns(session: Session, row: Any, **values: Any) -> None:
             .where(primary == bindparam("_row"))
             .values({name: bindparam(name) for name in values})
         )
-    session.execute(statement, {"_row": state.identity[0], **values})
-    for name, value in values.items():
-        set_committed_value(row, name, value)
+    return statement
 
 
 _UPDATES: dict[tuple[str, tuple[str, ...]], Update] = {}

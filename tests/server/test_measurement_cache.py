@@ -6,10 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from server.app.factory import create_app
-from server.services import searches
+from server.services import quality, searches
 from server.settings import Settings
 from server.store import proposals
 from server.store.rows import CandidateRow
@@ -199,19 +199,31 @@ def test_a_search_the_cache_replays_whole_is_told_a_few_at_a_time(client, monkey
     generations = len({c["generation"] for c in first_candidates})
     assert generations >= 3
     commits: list[int] = []  # reused candidates each write transaction wrote
+    updates: list[str] = []  # the UPDATEs of the write transaction under way, by table
+    told_updates: list[list[str]] = []  # of each that told some, the normalisation fixed
+    store = client.app.state.services.store
+
+    def update(*args) -> None:  # noqa: ANN002 - the event's arguments
+        if args[2].startswith("UPDATE"):
+            updates.append(args[2].split()[1])
 
     class Counted:
         def committing(self, session) -> None:  # noqa: ANN001 - a Session
             reused = select(func.count()).select_from(CandidateRow).where(CandidateRow.reused)
-            commits.append(session.scalar(reused) - sum(commits))
+            told_before = sum(commits)
+            commits.append(session.scalar(reused) - told_before)  # (its flush runs first)
+            if commits[-1] and told_before >= quality.FIRST_RESULTS:
+                told_updates.append(sorted(updates))
+            updates.clear()
 
         def committed(self) -> None:
             pass
 
         def rolled_back(self) -> None:
-            pass
+            updates.clear()
 
-    client.app.state.services.store.observe(Counted())
+    store.observe(Counted())
+    event.listen(store.db, "before_cursor_execute", update)
     looked_up: list[int] = []  # proposals each lookup of the cache asked for
     find_cached = proposals.find_cached
 
@@ -226,6 +238,11 @@ def test_a_search_the_cache_replays_whole_is_told_a_few_at_a_time(client, monkey
     assert max(looked_up) == 2
     # the search's row, then each generation told (and asked for) two at a time
     assert max(commits) == 2 and sum(commits) == len(first_candidates)
+    # each part numbers what it tells by one statement, and writes the search's row once
+    # (twice where it finished the search), not one of each per candidate told
+    assert told_updates and all(
+        u.count("candidates") == 1 and u.count("searches") <= 2 for u in told_updates
+    ), told_updates
     assert len(commits) >= 1 + len(first_candidates) / 2
     assert [(c["generation"], c["arch_id"]) for c in second_candidates] == [
         (c["generation"], c["arch_id"]) for c in first_candidates

@@ -13,7 +13,7 @@ from sqlalchemy.exc import ProgrammingError
 from server.settings import Settings
 from server.store.rows import SearchRow
 from server.store.schema import migrate
-from server.store.store import Store, write_columns
+from server.store.store import Store, write_columns, write_columns_of
 
 
 @pytest.fixture
@@ -70,6 +70,30 @@ def test_a_row_not_yet_inserted_gets_the_values_with_its_insert(store):
         assert "UPDATE" not in statements
     with store.read() as session:
         assert session.scalars(select(SearchRow.revision)).one() == 7
+
+
+def test_several_rows_are_written_by_one_statement_each_with_its_values(store):
+    with store.write() as session:
+        session.add_all([_search(revision=r) for r in (1, 2, 3)])
+    executed: list[tuple[str, bool]] = []
+    event.listen(
+        store.db, "before_cursor_execute", lambda *a: executed.append((a[2].split()[0], a[5]))
+    )
+    with store.write() as session:
+        searches = session.scalars(select(SearchRow).order_by(SearchRow.id)).all()
+        del executed[:]
+        values = [{"revision": 10 + i, "finish_reason": f"r{i}"} for i in range(3)]
+        write_columns_of(session, searches, values)
+        assert executed == [("UPDATE", True)]  # one statement, run for the three rows
+        assert [(s.revision, s.finish_reason) for s in searches] == [
+            (10, "r0"),
+            (11, "r1"),
+            (12, "r2"),
+        ]
+        assert not session.dirty
+    with store.read() as session:
+        rows = session.execute(select(SearchRow.revision, SearchRow.finish_reason)).all()
+        assert sorted(map(tuple, rows)) == [(10, "r0"), (11, "r1"), (12, "r2")]
 
 
 def test_a_write_rolled_back_with_its_transaction_is_undone(store):
