@@ -102,8 +102,8 @@ def _first_round(services: Services, search_id: int, engine: Engine, slots: int)
 # worst in one transaction, 11-13 ms at the median 500 to one, and 3-4 ms 50 to one
 # (bench/create_blocking.py; docs/benchmarks.md, "A large first generation in small parts").
 ROUND_CHUNK = 50
-# ... and at most this many that the measurement cache holds: each is told to the engine and
-# numbered at once, about 1 ms apiece against 0.03 for writing a proposal. Parts of 8 held
+# ... and at most this many that the measurement cache holds: each is told to the engine at
+# once, about 0.5 ms apiece against 0.03 for writing a proposal (`_tell_cached`). Parts of 8 held
 # the write lock 12-19 ms at the p90 of a replay, parts of 4 10-14 ms for a replay about a
 # tenth longer; parts of 2 gave 10 ms for a replay a quarter longer (docs/benchmarks.md,
 # "Checkpoints off the write lock; a replay's parts of 4").

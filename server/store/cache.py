@@ -62,9 +62,10 @@ def find_cached(session: Session, search: SearchRow, arch_ids: list[str]) -> dic
 
 @cache
 def _cached(with_proxies: bool) -> Select:
-    """The lookup, built once (each part of a replay runs it under the write lock): ids and arch ids of the reusable measurements of `arch_ids` taken with
-    `settings` on a device of class `device`, oldest first; `with_proxies`: and the members
-    that say which proxies each carries."""
+    """The lookup, built once (each part of a replay runs it under the write lock): ids and
+    arch ids of the reusable measurements of `arch_ids` taken with `settings` on a device of
+    class `device`, oldest first; `with_proxies`: and the members that say which proxies
+    each carries."""
     devices = select(AgentRow.fingerprint_key).where(AgentRow.device_class == bindparam("device"))
     columns = [MeasurementRow.id, MeasurementRow.arch_id]
     if with_proxies:
