@@ -13,7 +13,7 @@ from sqlalchemy.exc import ProgrammingError
 from server.settings import Settings
 from server.store.rows import SearchRow
 from server.store.schema import migrate
-from server.store.store import Store, write_columns, write_columns_of
+from server.store.store import Store, defer_columns, write_columns, write_columns_of
 
 
 @pytest.fixture
@@ -94,6 +94,18 @@ def test_several_rows_are_written_by_one_statement_each_with_its_values(store):
     with store.read() as session:
         rows = session.execute(select(SearchRow.revision, SearchRow.finish_reason)).all()
         assert sorted(map(tuple, rows)) == [(10, "r0"), (11, "r1"), (12, "r2")]
+
+
+def test_several_rows_keep_what_was_left_to_be_written_with_them(store):
+    with store.write() as session:
+        session.add_all([_search(revision=r) for r in (1, 2)])
+    with store.write() as session:
+        first, second = session.scalars(select(SearchRow).order_by(SearchRow.id)).all()
+        defer_columns(session, second, finish_reason="budget")
+        write_columns_of(session, [first, second], [{"revision": 5}, {"revision": 6}])
+        # the statement's next read sees them all, nothing left for the commit
+        rows = session.execute(select(SearchRow.revision, SearchRow.finish_reason)).all()
+        assert sorted(map(tuple, rows)) == [(5, None), (6, "budget")]
 
 
 def test_a_write_rolled_back_with_its_transaction_is_undone(store):
