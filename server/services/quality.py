@@ -99,11 +99,7 @@ def record_result(
 ) -> int:
     """Number a told result and store the frontier's hypervolume with it; returns its number.
     `last`: the search's last result number, where the caller knows it; else it is read."""
-    if last is None:
-        # The numbers are written as they are given (`write_columns`): the read need not
-        # flush what the transaction changed so far (one UPDATE of the row instead of two).
-        with session.no_autoflush:
-            last = last_result(session, search.id)
+    last = _known_last(session, search, last)
     values: dict[str, Any] = {"result_seq": last + 1}
     norm = normaliser(search)
     if norm is None:
@@ -135,15 +131,23 @@ def record_results(
     norm = normaliser(search)
     if norm is None:
         return None
-    if last is None:
-        with session.no_autoflush:  # as in `record_result`
-            last = last_result(session, search.id)
+    last = _known_last(session, search, last)
     values = []
     for seq, row in enumerate(rows, start=last + 1):
         tell(row)
         values.append({"result_seq": seq, "hypervolume": engine.frontier_hypervolume(norm)})
     write_columns_of(session, rows, values)
     return last + len(rows)
+
+
+def _known_last(session: Session, search: SearchRow, last: int | None) -> int:
+    """`last`, the search's last result number where the caller knows it; else read."""
+    if last is not None:
+        return last
+    # The numbers are written as they are given (`write_columns`): the read need not flush
+    # what the transaction changed so far (one UPDATE of the row instead of two).
+    with session.no_autoflush:
+        return last_result(session, search.id)
 
 
 def _told_rows(session: Session, search: SearchRow) -> list[CandidateRow]:

@@ -195,23 +195,21 @@ def _tell_cached(
     engine: Engine,
 ) -> None:
     """`tell` for the measurement cache's hits of one part, in order: one new revision and
-    one statement numbering them all, rather than two statements each (a replay's part held
-    the write lock 8-9 ms, its statements about a third of that: docs/benchmarks.md, "A
-    replay's part told together")."""
-    if len(rows) > 1:
-        last = quality.record_results(
-            session,
-            search,
-            rows,
-            engine,
-            lambda row: engine.tell(row.arch_id, measured_values(row)),
-            services.engines.last_numbered(search),
-        )
-        if last is not None:
-            services.engines.changed(session, search)
-            services.engines.numbered(search, last)
-            return
-    for row in rows:
+    one statement numbering them all, rather than two statements each (a part of 4 ran 13
+    statements, now 6: docs/benchmarks.md, "A replay's part told together")."""
+    last = quality.record_results(
+        session,
+        search,
+        rows,
+        engine,
+        lambda row: engine.tell(row.arch_id, measured_values(row)),
+        services.engines.last_numbered(search),
+    )
+    if last is not None:
+        services.engines.changed(session, search)
+        services.engines.numbered(search, last)
+        return
+    for row in rows:  # the normalisation still open
         tell(services, session, search, row, engine)
 
 
