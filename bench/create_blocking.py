@@ -12,15 +12,20 @@ registration. Two rounds, each the largest the schema allows by default:
 Reported: how long the round took, and the registrations' latency while it ran (count,
 median, max, and the five longest with when each began), beside the same registrations with
 nothing else going on. `--server-pythonpath` serves the code that path finds (a worktree of
-the commit before a change); `--workdir` keeps the server's log (JSON lines).
+the commit before a change); `--workdir` keeps the server's log (JSON lines). With
+`--part-trace` the server times each part of the round it writes, step by step
+(bench/part_trace), and the report adds the parts' holds of the write lock and what the
+longest had beside them (full collections, checkpoints).
 
     .venv/bin/python -m bench.create_blocking [--round create|next] [--population 10000]
-        [--json out.json] [--server-pythonpath /tmp/before] [--workdir DIR]
+        [--json out.json] [--server-pythonpath /tmp/before] [--workdir DIR] [--part-trace]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import sys
 import tempfile
@@ -35,6 +40,8 @@ from bench.machine import commit, machine
 from bench.script import command_line, served_from, write_json
 from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
 from hwnas.testing.servers import serve
+
+PART_TRACE = Path(__file__).resolve().parent / "part_trace"
 
 
 def _register(http: httpx.Client) -> float:
@@ -99,6 +106,59 @@ def _report(http: httpx.Client, agent: str, lease: dict) -> None:
     http.post(f"/api/v1/jobs/{lease['job_id']}/result", json=body).raise_for_status()
 
 
+def _server_env(args: argparse.Namespace, traces: Path) -> dict[str, str] | None:
+    """The server's environment: the code `--server-pythonpath` finds, and with
+    `--part-trace` its parts timed into the folder `traces` (bench/part_trace)."""
+    env = served_from(args.server_pythonpath)
+    if not args.part_trace:
+        return env
+    env = dict(env or {})
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PART_TRACE), env.get("PYTHONPATH")]))
+    env["HWNAS_PART_TRACE"] = str(traces)
+    return env
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    return ordered[int(q * (len(ordered) - 1))]
+
+
+def part_holds(traces: Path) -> dict[str, Any]:
+    """What bench/part_trace logged: the parts' holds of the write lock and their steps (ms,
+    median, p90, max), and the five longest with the collections and checkpoints that ran
+    while each held it (start after the part took the lock, and length, ms)."""
+    entries = [
+        json.loads(line)
+        for log in traces.glob("parts-*.log")
+        for line in log.read_text().splitlines()
+    ]
+    parts = [e for e in entries if "part" in e]
+    if not parts:
+        return {"n": 0}
+    others = [e for e in entries if "part" not in e]
+    steps = sorted({key for part in parts for key in part if key.endswith("_ms")})
+    summary: dict[str, Any] = {"n": len(parts)}
+    for step in steps:
+        ordered = sorted(part.get(step, 0.0) for part in parts)
+        summary[step] = {
+            "median": round(statistics.median(ordered), 2),
+            "p90": round(_quantile(ordered, 0.9), 2),
+            "max": round(ordered[-1], 2),
+        }
+    longest = []
+    for part in sorted(parts, key=lambda p: -p["held_ms"])[:5]:
+        took = part["part"] + part["wait_ms"] / 1000
+        left = took + part["held_ms"] / 1000
+        beside = [
+            {"what": e["what"], "after_ms": round((e["began"] - took) * 1000, 1), "ms": e["ms"]}
+            for e in others
+            if e["began"] < left and e["began"] + e["ms"] / 1000 > took
+        ]
+        times = {key: round(value, 2) for key, value in part.items() if key != "part"}
+        longest.append({**times, "beside": beside})
+    summary["longest"] = longest
+    return summary
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     request = _search(args)
     with (
@@ -109,7 +169,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--no-auth",
             "--log-format",
             "json",
-            env=served_from(args.server_pythonpath),
+            env=_server_env(args, Path(tmp)),
         ) as server,
         httpx.Client(base_url=server.url, timeout=600) as http,
     ):
@@ -155,6 +215,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             began.append(time.perf_counter() - created_at)
             during.append(_register(http))
         creator.join()
+        parts = part_holds(Path(tmp)) if args.part_trace else None
     return {
         "command": command_line([".venv/bin/python", "-m", "bench.create_blocking"], None),
         "commit": commit(),
@@ -171,6 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             {"began_s": round(t, 3), "ms": round(ms, 1)}
             for ms, t in sorted(zip(during, began, strict=True), reverse=True)[:5]
         ],
+        **({"part_holds": parts} if parts is not None else {}),
     }
 
 
@@ -184,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--workdir", type=Path, help="keep the server's log here")
     parser.add_argument("--server-pythonpath", help="serve the code this path finds")
+    parser.add_argument(
+        "--part-trace", action="store_true", help="time the round's parts (bench/part_trace)"
+    )
     args = parser.parse_args(argv)
     if args.population is None:  # the schema's largest
         args.population = 10_000 if args.round == "create" else 20_000
@@ -195,6 +260,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"registrations during the round: median {d['median']:.1f} ms, max "
             f"{d['max']:.1f} ms (n={d['n']})"
+        )
+    if result.get("part_holds", {}).get("n"):
+        held = result["part_holds"]["held_ms"]
+        print(
+            f"its {result['part_holds']['n']} parts held the write lock: median "
+            f"{held['median']:.1f} ms, p90 {held['p90']:.1f} ms, max {held['max']:.1f} ms"
         )
     if args.json:
         write_json(args.json, result, indent=1)

@@ -17,7 +17,7 @@ import heapq
 from datetime import datetime
 from itertools import islice
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from archvocab.wire import JobStatus, SearchCreate, SearchStatus
@@ -27,7 +27,7 @@ from server.services.quality import last_result
 from server.services.result_tables import ResultTables
 from server.services.results import ResultTable
 from server.store.rows import CandidateRow, SearchRow
-from server.store.store import get_search
+from server.store.store import get_search, insert_rows
 
 
 def remeasure_budget(request: SearchCreate) -> int:
@@ -139,8 +139,9 @@ def queue(
     picked = {"search": search.id, "picks": picks}
     rounds = dict(session.execute(_LAST_ROUNDS, picked).all())
     first = dict(session.execute(_GENERATIONS, picked).all())
-    session.execute(
-        insert(_JOBS),
+    insert_rows(
+        session,
+        _JOBS,
         [
             {
                 "search_id": search.id,
@@ -149,6 +150,8 @@ def queue(
                 "generation": first[arch],
                 "status": JobStatus.QUEUED,
                 "queued_at": now,
+                "attempts": 0,
+                "reused": False,
             }
             for arch in picks
         ],

@@ -4,18 +4,16 @@ measure them, or, where the measurement cache has one, the measurement reused.""
 from __future__ import annotations
 
 from datetime import datetime
-from functools import cache
 from typing import Any
 
-from sqlalchemy import Insert, bindparam, insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, lazyload
 
 from archvocab.wire import JobStatus
 from search.records import Candidate
 from server.store.cache import find_cached
 from server.store.rows import ArchitectureRow, CandidateRow, SearchRow
+from server.store.store import insert_rows
 
 
 def enqueue(
@@ -34,10 +32,10 @@ def enqueue(
     (server.services.searches.advance). Returns how many of the batch were written, and the
     reused rows among them, for the engine to be told.
 
-    Each table is written by one statement run for many rows (built once): a first
-    generation of 10,000 is written in small parts so that others' requests get in between
-    (server.services.searches.ROUND_CHUNK), and compiling a statement for the part's values,
-    or the unit of work's flush, cost more than the inserts themselves.
+    Each table is written by one statement of many rows (`insert_rows`): a first generation
+    of 10,000 is written in small parts so that others' requests get in between
+    (server.services.searches.ROUND_CHUNK), and the unit of work's flush, or a statement run
+    once per row, cost more than the inserts themselves.
     """
     if not batch:
         return 0, []
@@ -46,9 +44,9 @@ def enqueue(
     else:
         cached = _cached_up_to(session, search, batch, most_reused)
         batch = _up_to_reused(batch, cached, most_reused)
-    dialect = session.bind.dialect.name
-    session.execute(
-        _insert_architectures(dialect),
+    insert_rows(
+        session,
+        ArchitectureRow.__table__,
         [
             {
                 "arch_id": c.arch_id,
@@ -59,9 +57,12 @@ def enqueue(
             }
             for c in batch
         ],
+        # Architectures are shared by searches, which other server processes may be
+        # extending at this moment: whoever inserts one first wins, the others find it there.
+        skip_existing="arch_id",
     )
     rows = [_candidate_columns(search.id, c, now, cached.get(c.arch_id)) for c in batch]
-    session.execute(insert(CandidateRow.__table__), rows)
+    insert_rows(session, CandidateRow.__table__, rows)
     reused = [row["arch_id"] for row in rows if row["reused"]]
     if not reused:
         return len(batch), []
@@ -105,14 +106,6 @@ def _up_to_reused(batch: list[Candidate], cached: dict[str, int], most: int) -> 
         if hits >= most:
             return batch[: index + 1]
     return batch
-
-
-@cache
-def _insert_architectures(dialect: str) -> Insert:
-    """Architectures are shared by searches, which other server processes may be extending
-    at this moment: whoever inserts one first wins, the others find it there."""
-    insert_for = pg_insert if dialect == "postgresql" else sqlite_insert
-    return insert_for(ArchitectureRow.__table__).on_conflict_do_nothing(index_elements=["arch_id"])
 
 
 def _candidate_columns(

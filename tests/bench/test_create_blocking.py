@@ -1,6 +1,7 @@
 """bench/create_blocking.py at a tiny size: the create succeeds with its first generation
 queued, or the next generation is queued after the first is measured, and registrations are
-timed before and during it (counts, not timings, asserted)."""
+timed before and during it (counts, not timings, asserted); with `--part-trace`, each part
+of the round is timed in the server."""
 
 from __future__ import annotations
 
@@ -35,3 +36,18 @@ def test_a_tiny_run_times_registrations_beside_a_next_generation(tmp_path: Path)
     assert result["round"] == "next" and result["initial"] == 6
     assert result["create"]["queued"] == 200 and result["create"]["result_s"] > 0
     assert result["register_during_create_ms"]["n"] >= 1
+
+
+def test_a_traced_run_reports_each_part_of_the_round_and_its_steps(tmp_path: Path) -> None:
+    out = tmp_path / "traced.json"
+    argv = ["--round", "next", "--population", "230", "--initial", "6", "--quiet", "2"]
+    argv += ["--head-start", "0", "--json", str(out), "--server-pythonpath", ROOT_PATH]
+    assert create_blocking.main([*argv, "--part-trace"]) == 0
+    parts = json.loads(out.read_text())["part_holds"]
+    # 230 proposals, at most 50 to a part (server.services.searches.ROUND_CHUNK)
+    assert parts["n"] >= 5
+    for step in ("wait_ms", "held_ms", "search_row_ms", "lookup_ms", "insert_ms", "commit_ms"):
+        assert 0 < parts[step]["median"] <= parts[step]["p90"] <= parts[step]["max"], step
+    held = [part["held_ms"] for part in parts["longest"]]
+    assert held == sorted(held, reverse=True) and held[0] == parts["held_ms"]["max"]
+    assert all(part["insert_ms"] < part["held_ms"] for part in parts["longest"])
