@@ -15,16 +15,21 @@ nothing else going on. `--server-pythonpath` serves the code that path finds (a 
 the commit before a change); `--workdir` keeps the server's log (JSON lines). With
 `--part-trace` the server times each part of the round it writes, step by step
 (bench/part_trace), and the report adds the parts' holds of the write lock and what the
-longest had beside them (full collections, checkpoints).
+longest had beside them (full collections, checkpoints). With `--idle-claimers N`, N agents
+of a class no search serves claim in a tight loop meanwhile, each from a process of its own
+(an agent that claims in a tight loop; its claims keep the server's other threads at the
+interpreter while the round is written).
 
     .venv/bin/python -m bench.create_blocking [--round create|next] [--population 10000]
         [--json out.json] [--server-pythonpath /tmp/before] [--workdir DIR] [--part-trace]
+        [--idle-claimers 0]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import statistics
 import sys
@@ -51,6 +56,22 @@ def _register(http: httpx.Client) -> float:
     )
     answer.raise_for_status()
     return (time.perf_counter() - start) * 1000
+
+
+def claim_idly(url: str, ready: Any, stop: Any, claims: Any) -> None:
+    """An agent of a class no search serves, claiming in a tight loop until `stop` is set,
+    after it says it is `ready` (registered, one claim made); how many claims it made during
+    the loop goes to `claims`."""
+    with httpx.Client(base_url=url, timeout=600) as http:
+        body = {"device_class": "nobodys-class", "fingerprint": FINGERPRINT}
+        agent = http.post("/api/v1/agents", json=body).json()["agent_id"]
+        http.post(f"/api/v1/agents/{agent}/claim").raise_for_status()
+        ready.put(agent)
+        made = 0
+        while not stop.is_set():
+            http.post(f"/api/v1/agents/{agent}/claim").raise_for_status()
+            made += 1
+    claims.put(made)
 
 
 def _summary(ms: list[float]) -> dict[str, float]:
@@ -206,6 +227,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             round_["queued"] = progress["queued"]
             done.set()
 
+        spawn = multiprocessing.get_context("spawn")
+        ready, stop, claims = spawn.Queue(), spawn.Event(), spawn.Queue()
+        claimers = [
+            spawn.Process(target=claim_idly, args=(server.url, ready, stop, claims))
+            for _ in range(args.idle_claimers)
+        ]
+        for claimer in claimers:
+            claimer.start()
+        for _ in claimers:
+            ready.get(timeout=120)
         creator = threading.Thread(target=create if args.round == "create" else next_generation)
         created_at = time.perf_counter()
         creator.start()
@@ -215,6 +246,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             began.append(time.perf_counter() - created_at)
             during.append(_register(http))
         creator.join()
+        stop.set()
+        idle_claims = [claims.get(timeout=60) for _ in claimers]
+        for claimer in claimers:
+            claimer.join()
         parts = part_holds(Path(tmp)) if args.part_trace else None
     return {
         "command": command_line([".venv/bin/python", "-m", "bench.create_blocking"], None),
@@ -225,6 +260,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "initial": args.initial if args.round == "next" else args.population,
         "server_pythonpath": args.server_pythonpath,
         "create": round_,
+        "idle_claimers": args.idle_claimers,
+        "idle_claims_made": idle_claims,
         "register_quiet_ms": _summary(quiet),
         "register_during_create_ms": _summary(during),
         # The longest waits during the round, with when each began (s after it did).
@@ -246,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--workdir", type=Path, help="keep the server's log here")
     parser.add_argument("--server-pythonpath", help="serve the code this path finds")
+    parser.add_argument(
+        "--idle-claimers", type=int, default=0, help="agents claiming in a tight loop meanwhile"
+    )
     parser.add_argument(
         "--part-trace", action="store_true", help="time the round's parts (bench/part_trace)"
     )

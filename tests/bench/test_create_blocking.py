@@ -1,7 +1,7 @@
 """bench/create_blocking.py at a tiny size: the create succeeds with its first generation
 queued, or the next generation is queued after the first is measured, and registrations are
 timed before and during it (counts, not timings, asserted); with `--part-trace`, each part
-of the round is timed in the server."""
+of the round is timed in the server, and `--idle-claimers` claim meanwhile."""
 
 from __future__ import annotations
 
@@ -38,12 +38,16 @@ def test_a_tiny_run_times_registrations_beside_a_next_generation(tmp_path: Path)
     assert result["register_during_create_ms"]["n"] >= 1
 
 
-def test_a_traced_run_reports_each_part_of_the_round_and_its_steps(tmp_path: Path) -> None:
+def test_a_traced_run_beside_an_idle_claimer_reports_each_part_and_its_steps(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "traced.json"
     argv = ["--round", "next", "--population", "230", "--initial", "6", "--quiet", "2"]
     argv += ["--head-start", "0", "--json", str(out), "--server-pythonpath", ROOT_PATH]
-    assert create_blocking.main([*argv, "--part-trace"]) == 0
-    parts = json.loads(out.read_text())["part_holds"]
+    assert create_blocking.main([*argv, "--part-trace", "--idle-claimers", "1"]) == 0
+    result = json.loads(out.read_text())
+    assert result["idle_claimers"] == 1 and result["idle_claims_made"][0] > 0
+    parts = result["part_holds"]
     # 230 proposals, at most 50 to a part (server.services.searches.ROUND_CHUNK)
     assert parts["n"] >= 5
     for step in ("wait_ms", "held_ms", "search_row_ms", "lookup_ms", "insert_ms", "commit_ms"):
