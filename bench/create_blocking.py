@@ -205,27 +205,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def create() -> None:
             start = time.perf_counter()
-            with httpx.Client(base_url=server.url, timeout=600) as own:
-                answer = own.post("/api/v1/searches", json=request)
-            round_["s"] = time.perf_counter() - start
-            round_["status"] = answer.status_code
-            round_["queued"] = answer.json()["progress"]["queued"]
-            done.set()
+            try:
+                with httpx.Client(base_url=server.url, timeout=600) as own:
+                    answer = own.post("/api/v1/searches", json=request)
+                round_["s"] = time.perf_counter() - start
+                round_["status"] = answer.status_code
+                round_["queued"] = answer.json()["progress"]["queued"]
+            finally:
+                done.set()
 
         def next_generation() -> None:
             start = time.perf_counter()
-            with httpx.Client(base_url=server.url, timeout=600) as own:
-                _report(own, agent, last)
-                round_["result_s"] = time.perf_counter() - start
-                while True:  # until the next generation is queued
-                    progress = own.get(f"/api/v1/searches/{search_id}").json()["progress"]
-                    if progress["queued"] >= args.population or time.perf_counter() - start > 600:
-                        break
-                    time.sleep(0.05)
-            round_["s"] = time.perf_counter() - start
-            round_["status"] = 200
-            round_["queued"] = progress["queued"]
-            done.set()
+            failed: list[int] = []  # the progress's answers other than 200, asked again
+            try:
+                with httpx.Client(base_url=server.url, timeout=600) as own:
+                    _report(own, agent, last)
+                    round_["result_s"] = time.perf_counter() - start
+                    while time.perf_counter() - start < 600:  # until the round is queued
+                        answer = own.get(f"/api/v1/searches/{search_id}")
+                        if answer.status_code != 200:
+                            failed.append(answer.status_code)
+                        elif answer.json()["progress"]["queued"] >= args.population:
+                            break
+                        time.sleep(0.05)
+                    round_["queued"] = own.get(f"/api/v1/searches/{search_id}").json()["progress"][
+                        "queued"
+                    ]
+                round_["s"] = time.perf_counter() - start
+                round_["status"] = 200
+            finally:
+                round_["progress_errors"] = failed
+                done.set()
 
         spawn = multiprocessing.get_context("spawn")
         ready, stop, claims = spawn.Queue(), spawn.Event(), spawn.Queue()
@@ -295,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args)
     c, q, d = result["create"], result["register_quiet_ms"], result["register_during_create_ms"]
     print(f"{args.round}: {c['s']:.1f} s (HTTP {c['status']}, {c['queued']} queued)")
+    if c.get("progress_errors"):
+        print(f"the round's progress answered {c['progress_errors']} meanwhile")
     print(f"registrations, quiet: median {q['median']:.1f} ms, max {q['max']:.1f} ms (n={q['n']})")
     if d["n"]:
         print(
