@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from bench.load_checks import latency_stats
 from bench.machine import commit, machine
 from bench.script import command_line, served_from, write_json
 from hwnas.testing.measurements import FINGERPRINT, synthetic_measurement
@@ -139,13 +140,9 @@ def _server_env(args: argparse.Namespace, traces: Path) -> dict[str, str] | None
     return env
 
 
-def _quantile(ordered: list[float], q: float) -> float:
-    return ordered[int(q * (len(ordered) - 1))]
-
-
 def part_holds(traces: Path) -> dict[str, Any]:
     """What bench/part_trace logged: the parts' holds of the write lock and their steps (ms,
-    median, p90, max), and the five longest with the collections and checkpoints that ran
+    `latency_stats`), and the five longest with the collections and checkpoints that ran
     while each held it (start after the part took the lock, and length, ms)."""
     entries = [
         json.loads(line)
@@ -159,12 +156,7 @@ def part_holds(traces: Path) -> dict[str, Any]:
     steps = sorted({key for part in parts for key in part if key.endswith("_ms")})
     summary: dict[str, Any] = {"n": len(parts)}
     for step in steps:
-        ordered = sorted(part.get(step, 0.0) for part in parts)
-        summary[step] = {
-            "median": round(statistics.median(ordered), 2),
-            "p90": round(_quantile(ordered, 0.9), 2),
-            "max": round(ordered[-1], 2),
-        }
+        summary[step] = latency_stats([part.get(step, 0.0) for part in parts])
     longest = []
     for part in sorted(parts, key=lambda p: -p["held_ms"])[:5]:
         took = part["part"] + part["wait_ms"] / 1000
@@ -317,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         held = result["part_holds"]["held_ms"]
         print(
             f"its {result['part_holds']['n']} parts held the write lock: median "
-            f"{held['median']:.1f} ms, p90 {held['p90']:.1f} ms, max {held['max']:.1f} ms"
+            f"{held['p50']:.1f} ms, p90 {held['p90']:.1f} ms, max {held['max']:.1f} ms"
         )
     if args.json:
         write_json(args.json, result, indent=1)

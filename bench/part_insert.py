@@ -12,7 +12,7 @@ one after the other in every round, so that the machine's drift falls on both:
 Each way is timed quiet and beside a thread that runs Python all along (as a server's event
 loop and its other requests do under a fleet): SQLite's driver lets the interpreter go at
 each row it writes, and must win it back. Reported per way: the part's insert time (ms),
-median, p90 and max over `--parts` parts.
+median (p50), p90, p99 and max over `--parts` parts.
 
     .venv/bin/python -m bench.part_insert [--parts 60] [--rows 50] [--json out.json]
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import tempfile
 import threading
@@ -37,6 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from archvocab.spaces.gpt2.space import GPT2Space
 from archvocab.wire import JobStatus
+from bench.load_checks import latency_stats
 from bench.machine import commit, machine
 from bench.script import command_line, write_json
 from server.store.database import WRITE, make_engine
@@ -164,17 +164,8 @@ def run(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
         "machine": machine(),
         "rows": args.rows,
         "parts": args.parts,
-        "ms": {key: _summary(values) for key, values in times.items()},
+        "ms": {key: latency_stats(values) for key, values in times.items()},
         "written": written,
-    }
-
-
-def _summary(ms: list[float]) -> dict[str, float]:
-    ordered = sorted(ms)
-    return {
-        "median": round(statistics.median(ordered), 2),
-        "p90": round(ordered[int(0.9 * (len(ordered) - 1))], 2),
-        "max": round(ordered[-1], 2),
     }
 
 
@@ -187,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args, argv)
     for key, summary in result["ms"].items():
         print(
-            f"{key:24s} median {summary['median']:7.2f} ms  p90 {summary['p90']:7.2f}"
+            f"{key:24s} median {summary['p50']:7.2f} ms  p90 {summary['p90']:7.2f}"
             f"  max {summary['max']:7.2f}"
         )
     if args.json:

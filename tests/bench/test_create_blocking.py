@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import create_blocking
 from bench.proposal_cost import ROOT_PATH
 
@@ -51,7 +53,8 @@ def test_a_traced_run_beside_an_idle_claimer_reports_each_part_and_its_steps(
     # 230 proposals, at most 50 to a part (server.services.searches.ROUND_CHUNK)
     assert parts["n"] >= 5
     for step in ("wait_ms", "held_ms", "search_row_ms", "lookup_ms", "insert_ms", "commit_ms"):
-        assert 0 < parts[step]["median"] <= parts[step]["p90"] <= parts[step]["max"], step
+        assert 0 < parts[step]["p50"] <= parts[step]["p90"] <= parts[step]["max"], step
     held = [part["held_ms"] for part in parts["longest"]]
-    assert held == sorted(held, reverse=True) and held[0] == parts["held_ms"]["max"]
+    assert held == sorted(held, reverse=True)
+    assert held[0] == pytest.approx(parts["held_ms"]["max"], abs=0.01)
     assert all(part["insert_ms"] < part["held_ms"] for part in parts["longest"])
