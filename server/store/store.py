@@ -224,11 +224,11 @@ def insert_rows(
 
     Not one statement run for each row (`executemany`): the driver lets the interpreter go
     at each row and must win it back, and while another thread runs Python each win waits
-    out its turn: 50 rows took 23 ms at the median and up to 132 ms beside a busy thread, 3 ms
-    quiet (docs/benchmarks.md, "A round's part in one statement per table"). SQLAlchemy's
-    own many-VALUES insert gives each value a parameter object of its own per run: ten times
-    slower. The values are converted as SQLAlchemy would (its bind processors), and the
-    statement run as its driver text."""
+    out its turn: a part of 50 proposals took 239 ms at the median beside a busy thread, 20
+    ms this way (4.1 and 3.6 ms quiet; docs/benchmarks.md, "Where a registration waits during
+    the largest next generation"). SQLAlchemy's own many-VALUES insert makes a parameter
+    object per value on each run: ten times slower. The values are converted as SQLAlchemy
+    would (its bind processors), and the statement run as its driver text."""
     if not rows:
         return
     connection = session.connection()
@@ -238,7 +238,7 @@ def insert_rows(
         part = rows[start : start + ROWS_PER_INSERT]
         text, convert, positional = _many_values(dialect, table, columns, len(part), skip_existing)
         values = [
-            value if value is None or to is None else to(value)
+            value if to is None else to(value)  # None too: a JSON column's None is 'null'
             for row in part
             for to, value in zip(convert, (row[name] for name in columns), strict=True)
         ]

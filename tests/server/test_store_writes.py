@@ -8,7 +8,7 @@ import sqlite3
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import event, func, insert, select
+from sqlalchemy import String, cast, event, func, insert, select
 from sqlalchemy.exc import ProgrammingError
 
 from server.settings import Settings
@@ -190,6 +190,17 @@ def test_many_rows_go_in_by_one_statement_per_part_and_read_back_as_run_one_by_o
     with store.read() as session:
         assert _read_back(session, "t") == _read_back(session, "r")
         assert len(_read_back(session, "t")) == count
+        # stored alike, not only read back alike: a JSON None is JSON's null, not SQL's NULL
+        stored = {
+            tag: session.execute(
+                select(cast(CandidateRow.prediction, String), cast(CandidateRow.queued_at, String))
+                .where(CandidateRow.arch_id.like(f"{tag}%"))
+                .order_by(CandidateRow.id)
+            ).all()
+            for tag in ("r", "t")
+        }
+        assert stored["t"] == stored["r"]
+        assert ("null",) in {row[:1] for row in stored["t"]}
 
 
 def test_rows_whose_unique_column_is_taken_are_left_out_and_the_rest_go_in(either_store):
