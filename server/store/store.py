@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
+from functools import lru_cache
 from typing import Any, Protocol
 
 from sqlalchemy import Table, Update, bindparam, insert, inspect, update
@@ -249,7 +249,8 @@ def insert_rows(
             connection.exec_driver_sql(text, dict(zip(names, values, strict=True)))
 
 
-@cache
+# Bounded: a process that opens many stores (the test suite) holds each one's dialect here.
+@lru_cache(maxsize=256)
 def _many_values(
     dialect: Dialect, table: Table, columns: tuple[str, ...], count: int, skip_existing: str | None
 ) -> tuple[str, list[Any], bool]:
