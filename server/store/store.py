@@ -227,7 +227,7 @@ def insert_rows(
     out its turn: a part of 50 proposals took 239 ms at the median beside a busy thread, 20
     ms this way (4.1 and 3.6 ms quiet; docs/benchmarks.md, "Where a registration waits during
     the largest next generation"). SQLAlchemy's own many-VALUES insert makes a parameter
-    object per value on each run: ten times slower. The values are converted as SQLAlchemy
+    object per value on each run: nine times slower. The values are converted as SQLAlchemy
     would (its bind processors), and the statement run as its driver text."""
     if not rows:
         return
