@@ -234,6 +234,9 @@ def insert_rows(
     connection = session.connection()
     dialect = connection.dialect
     columns = tuple(column.name for column in table.columns if column.name in rows[0])
+    if len(columns) != len(rows[0]):  # as SQLAlchemy's own insert, a value is never dropped
+        unknown = ", ".join(sorted(set(rows[0]) - set(columns)))
+        raise ValueError(f"insert_rows into {table.name}: no column {unknown}")
     for start in range(0, len(rows), ROWS_PER_INSERT):
         part = rows[start : start + ROWS_PER_INSERT]
         text, convert, positional = _many_values(dialect, table, columns, len(part), skip_existing)

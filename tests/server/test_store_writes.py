@@ -273,3 +273,10 @@ def test_rows_without_a_column_the_table_defaults_are_refused_naming_it(store):
         del job["attempts"]
     with store.write() as session, pytest.raises(ValueError, match="attempts"):
         insert_rows(session, CandidateRow.__table__, jobs)
+
+
+def test_rows_with_a_name_the_table_lacks_are_refused_naming_it(store):
+    first, _ = _proposals(1, "u", 2)
+    first[0]["decoder_parms"] = 3  # misspelt
+    with store.write() as session, pytest.raises(ValueError, match="decoder_parms"):
+        insert_rows(session, ArchitectureRow.__table__, first)
