@@ -24,6 +24,7 @@ collection walks them all (a pause of the old kind, at each doubling of the heap
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
 from collections.abc import Iterator
@@ -44,6 +45,19 @@ GROWTH = 2
 _lock = threading.Lock()
 
 
+def _oldest_generation_size() -> int:
+    """How many objects the collector's oldest generation holds, counted in C calls alone.
+
+    `len(gc.get_objects(2))` in Python code keeps the list alive over a point where another
+    thread may run; the list holds every tracked object, a tuple that `tuple(generator)` is
+    still filling among them, and CPython 3.11 refuses to grow a tuple held twice: that
+    thread's `tuple()` fails with a SystemError (bench/settled_tuple_race.py). Here the list
+    is made, measured and freed inside `map`'s next step, with no Python code in between.
+    """
+    list_oldest = functools.partial(gc.get_objects, generation=2)
+    return next(map(len, iter(list_oldest, None)))
+
+
 class _Settled:
     """What the collector's callback keeps between full collections (`keep_settled`)."""
 
@@ -56,7 +70,7 @@ class _Settled:
     def after(self, phase: str, info: dict[str, Any]) -> None:
         if phase != "stop" or info["generation"] != 2:
             return
-        survivors = len(gc.get_objects(generation=2))
+        survivors = _oldest_generation_size()
         if self.walk_all:
             self.walk_all = False
             self.walked = self.frozen = survivors
