@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from archvocab.wire import SearchCreate
+from hwnas.cli import build_parser
+from hwnas.search_request import request_body
 from hwnas.testing.agents import start_agent
 from hwnas.testing.servers import serve
 
@@ -151,6 +154,15 @@ def test_the_python_snippet_runs(service, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "def build_model" in (tmp_path / "model.py").read_text()
+    # The README says its search is the CLI block's first, field for field, so that run after
+    # that one the cache answers it.
+    [_, block, *_] = code_blocks(section(CLI_SECTION), "bash")
+    cli_args = build_parser().parse_args(shlex.split(commands(block)[0])[1:])
+    with server.client() as api:
+        newest = max(api.get("/api/v1/searches").json(), key=lambda s: s["id"])
+    assert SearchCreate.model_validate(newest["request"]) == SearchCreate.model_validate(
+        request_body(cli_args)
+    )
 
 
 def test_every_curl_post_is_authorised_and_the_rest_blocks_run(service, tmp_path):

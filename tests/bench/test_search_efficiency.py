@@ -98,7 +98,7 @@ def test_report_has_targets_and_the_fixed_normalisation(quick: tuple[dict, str])
         "target_device_half",
         "target_above_peers",
     } <= set(summary)
-    # A peer verdict only where hwnas and the peer share a checkpoint (the GP stops at 12).
+    # A peer verdict only where hwnas and the peer share a checkpoint (the GP stops at 11).
     assert summary["ahead_of_peers"]["optuna-gp"] is None
     assert not any("optuna-gp's" in line for line in verdicts)
     for peer in ("optuna-nsga2", "optuna-tpe", "archai"):  # hwnas ahead of it, or not
@@ -241,7 +241,7 @@ def test_reused_curves_are_taken_from_the_saved_run_and_the_rest_run_again(
     [
         (["--seeds", "3"], "has seeds 2, this run 3"),
         (["--agents", "4"], "has agents 1, this run 4"),
-        (["--budget-gp", "13"], "has budget of optuna-gp 12, this run 13"),
+        (["--budget-gp", "12"], "has budget of optuna-gp 11, this run 12"),
         (["--strategies", "hwnas"], "optuna-gp is not both in --strategies and in"),
     ],
 )
