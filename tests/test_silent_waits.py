@@ -145,10 +145,11 @@ def test_an_idle_agent_is_quiet_and_exits_once_its_token_is_revoked(tmp_path, pr
     # A poll line names its path or its status; a timestamp's milliseconds may read ",204".
     assert not re.search(r"/claim|\b204 No Content|\s204\b", log), log
     assert len([line for line in log.splitlines() if " INFO " in line]) <= 5, log
-    # An admin revokes the enrollment token: the agent's credential goes with it.
-    revoke = hwnas_command("token", "revoke", "test-agents", "--db", str(db))
+    # An admin revokes the enrollment token (the one the server's first start made): the
+    # agent's credential goes with it.
+    revoke = hwnas_command("token", "revoke", "agents", "--db", str(db))
     revoked = subprocess.run(revoke, capture_output=True, text=True)
     assert revoked.returncode == 0, revoked.stderr
     assert agent.wait(timeout=30) == EXIT_REFUSED
     [error] = [line for line in procs.log("agent-0").splitlines() if " ERROR " in line]
-    assert "refused (401: token 'test-agents' was revoked" in error
+    assert "refused (401: token 'agents' was revoked" in error

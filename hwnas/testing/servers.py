@@ -2,16 +2,18 @@
 
 `start_server` starts one under a `Processes` and returns once it answers /healthz, with
 authentication as a deployment has it: unless `--no-auth` is among its arguments, the first
-server of a `Processes` gets a user token and an agent enrollment token made with
-`hwnas token create`, kept on the `Processes` for its clients and agents. `serve` is the same
-for a with-block that owns the server. A server that does not come up raises
-`ServerDidNotStart` with the end of its log.
+server of a `Processes` gets a user token and an agent enrollment token, kept on the
+`Processes` for its clients and agents: those its first start on a new database printed (a
+user token 'admin', an enrollment token 'agents'), else made with `hwnas token create`.
+`serve` is the same for a with-block that owns the server. A server that does not come up
+raises `ServerDidNotStart` with the end of its log.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -36,6 +38,18 @@ def create_token(db: Path | str, kind: str, name: str) -> str:
     command = hwnas_command("token", "create", "--db", str(db), "--kind", kind, "--name", name)
     done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=True)
     return json.loads(done.stdout)["token"]
+
+
+# How `hwnas serve` shows the tokens it makes at its first start (server.cli.serve).
+_FIRST_START_TOKENS = {
+    "user": re.compile(r"^\s+export HWNAS_TOKEN=(hwnas_u_\S+)$", re.M),
+    "agent": re.compile(r"^\s+hwnas agent --token (hwnas_e_\S+) ", re.M),
+}
+
+
+def first_start_tokens(log: str) -> dict[str, str]:
+    """kind -> the secret of each token a server's first start printed to `log`."""
+    return {kind: m.group(1) for kind, p in _FIRST_START_TOKENS.items() if (m := p.search(log))}
 
 
 def api_client(url: str, token: str | None = None, timeout: float = 30) -> httpx.Client:
@@ -80,9 +94,7 @@ def start_server(
     `extra`, as `name` of `procs`, `env` added to its environment; returns once healthy.
     `lease_seconds=None` leaves the server's default lease. Starting it again under the same
     name (a restart) keeps the tokens and appends to the log."""
-    if "--no-auth" not in extra and procs.user_token is None:
-        procs.user_token = create_token(db, "user", "tests")
-        procs.agent_token = create_token(db, "agent", "test-agents")
+    needs_tokens = "--no-auth" not in extra and procs.user_token is None
     args = ["serve", "--port", str(port), "--db", str(db), *extra]
     if lease_seconds is not None:
         args += ["--lease-seconds", str(lease_seconds)]
@@ -94,6 +106,12 @@ def start_server(
             proc.kill()
             proc.wait()
         raise
+    if needs_tokens:
+        # Taken from the first start's lines, as a deployment's admin does: two processes
+        # fewer per server than `hwnas token create` twice (seconds each in the suite).
+        printed = first_start_tokens(procs.log(name))
+        procs.user_token = printed.get("user") or create_token(db, "user", "tests")
+        procs.agent_token = printed.get("agent") or create_token(db, "agent", "test-agents")
     return proc
 
 

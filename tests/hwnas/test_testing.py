@@ -11,7 +11,8 @@ import pytest
 
 from hwnas.testing.ports import free_port, loopback_url
 from hwnas.testing.processes import Processes
-from hwnas.testing.servers import ServerDidNotStart, start_server, wait_healthy
+from hwnas.testing.servers import ServerDidNotStart, api_client, start_server, wait_healthy
+from tests.factories import register, search_request
 
 
 def test_a_free_port_can_be_bound() -> None:
@@ -49,6 +50,34 @@ def test_a_server_that_exits_raises_with_its_log(tmp_path: Path) -> None:
         start_server(procs, f"sqlite:///{bad_db}", free_port(), "--no-auth")
     assert procs.by_name["server"].poll() is not None
     assert procs.log("server") and procs.log("server")[-200:] in str(info.value)
+
+
+def test_a_server_s_tokens_are_those_its_first_start_printed_else_made(tmp_path: Path) -> None:
+    db = tmp_path / "hwnas.db"
+    first = Processes(tmp_path / "first")
+    try:
+        start_server(first, db, free_port())
+        log = first.log("server")
+        assert first.user_token.startswith("hwnas_u_") and first.user_token in log
+        assert first.agent_token.startswith("hwnas_e_") and first.agent_token in log
+    finally:
+        first.stop_all(grace_s=30)
+    # The same database again, by a new harness: nothing printed, so two are made.
+    again = Processes(tmp_path / "again")
+    port = free_port()
+    try:
+        start_server(again, db, port)
+        assert "first start" not in again.log("server")
+        assert again.user_token not in (None, first.user_token)
+        assert again.agent_token not in (None, first.agent_token)
+        for procs in (first, again):  # each works where its kind is needed
+            with procs.client(loopback_url(port)) as client:
+                created = client.post("/api/v1/searches", json=search_request())
+                assert created.status_code == 201, created.text
+            with api_client(loopback_url(port), procs.agent_token) as agent:
+                register(agent)
+    finally:
+        again.stop_all(grace_s=30)
 
 
 def test_waiting_for_nothing_times_out(tmp_path: Path) -> None:
