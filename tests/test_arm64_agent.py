@@ -67,15 +67,17 @@ def test_the_arm64_agent_measures_a_search_in_each_runtime(tmp_path, procs):
             request = search_request(
                 device_class="arm64-qemu",
                 measurement={**EMULATED_MEASUREMENT, "runtime": runtime},
-                budget={"max_evaluations": 2},
-                population={"initial": 2, "parents": 2, "mutations": 2, "crossovers": 2},
+                # One candidate a runtime: under emulation a second one took another 7 s
+                # (torch) and 64 s (onnxruntime) and showed nothing the first did not.
+                budget={"max_evaluations": 1},
+                population={"initial": 1, "parents": 1, "mutations": 1, "crossovers": 1},
             )
             created = client.post("/api/v1/searches", json=request)
             assert created.status_code == 201, created.text
             searches[runtime] = created.json()["id"]
 
         agent = subprocess.run(
-            [str(RUN_AGENT), url, "--exit-when-idle", "10", "--poll-interval", "0.5"]
+            [str(RUN_AGENT), url, "--exit-when-idle", "5", "--poll-interval", "0.5"]
             + ["--token", procs.agent_token],
             env={**os.environ, "HWNAS_ARM64_ROOT": str(ROOT)},
             capture_output=True,
@@ -91,7 +93,7 @@ def test_the_arm64_agent_measures_a_search_in_each_runtime(tmp_path, procs):
             info = _wait_finished(client, search_id, procs, timeout=30)
             assert info["status"] == "finished" and info["finish_reason"] == "budget", info
             candidates = client.get(f"/api/v1/searches/{search_id}/candidates").json()
-            assert len(candidates) == 2
+            assert len(candidates) == 1
             for c in candidates:
                 assert c["status"] == "measured", (runtime, c, log[-4000:])
                 m = c["measurement"]
