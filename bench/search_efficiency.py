@@ -78,8 +78,8 @@ QUICK = {
     "budget_hwnas": 60,
     "budget_peers": 120,
     "budget_tpe": 60,
-    # One past GPSampler's 10 random first trials: one fit of the Gaussian process, which
-    # took 30-45 s here (each further one as long: the smoke test's longest part).
+    # One past GPSampler's 10 random first trials: one fit of the Gaussian process. Each fit
+    # took 30-45 s here (ad hoc, beside a running suite): at 12 the smoke run's longest part.
     "budget_gp": 11,
 }
 
