@@ -78,8 +78,9 @@ QUICK = {
     "budget_hwnas": 60,
     "budget_peers": 120,
     "budget_tpe": 60,
-    # One past GPSampler's 10 random first trials: one fit of the Gaussian process. Each fit
-    # took 30-45 s here (ad hoc, beside a running suite): at 12 the smoke run's longest part.
+    # One past GPSampler's 10 random first trials: one fit of the Gaussian process, its
+    # slowest step (a run of 11 took 4-11 s in a clean-clone CI run; 30-45 s a fit beside a
+    # running suite, ad hoc).
     "budget_gp": 11,
 }
 
