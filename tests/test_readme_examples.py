@@ -69,6 +69,12 @@ def commands(block: str) -> list[str]:
     return found
 
 
+def cli_block() -> list[str]:
+    """The commands of the CLI section's second bash block: a search, then what to do with it."""
+    [_, block, *_] = code_blocks(section(CLI_SECTION), "bash")
+    return commands(block)
+
+
 def bash(command: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", "-c", command], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
@@ -111,8 +117,7 @@ def service(tmp_path_factory):
 
 def test_the_cli_block_runs_line_by_line(service, tmp_path):
     server, env, device_class = service
-    [_, block, *_] = code_blocks(section(CLI_SECTION), "bash")
-    lines = commands(block)
+    lines = cli_block()
     first = lines.pop(0)
     assert first.startswith(f"hwnas search start --device-class {device_class} ")
     assert first.endswith(" --wait")
@@ -156,8 +161,7 @@ def test_the_python_snippet_runs(service, tmp_path):
     assert "def build_model" in (tmp_path / "model.py").read_text()
     # The README says its search is the CLI block's first, field for field, so that run after
     # that one the cache answers it.
-    [_, block, *_] = code_blocks(section(CLI_SECTION), "bash")
-    cli_args = build_parser().parse_args(shlex.split(commands(block)[0])[1:])
+    cli_args = build_parser().parse_args(shlex.split(cli_block()[0])[1:])
     with server.client() as api:
         newest = max(api.get("/api/v1/searches").json(), key=lambda s: s["id"])
     assert SearchCreate.model_validate(newest["request"]) == SearchCreate.model_validate(
