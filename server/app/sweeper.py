@@ -57,9 +57,11 @@ async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
 
 
 # How often the write-ahead log is copied into the database: each checkpoint has at most this
-# long's writes to copy, and the log stays far below the length at which a commit would
-# checkpoint itself (server.store.database.AUTOCHECKPOINT_PAGES).
-CHECKPOINT_S = 1.0
+# long's writes to copy, and the log stays below the length at which a commit would
+# checkpoint itself (server.store.database.AUTOCHECKPOINT_PAGES): while the largest
+# generation was written the log reached 21,000 pages, and 40,000 with a checkpoint a second
+# (docs/benchmarks.md, "A log that starts again").
+CHECKPOINT_S = 0.25
 
 
 async def checkpoint_on_schedule(services: Services, stop: asyncio.Event) -> None:

@@ -66,21 +66,27 @@ def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
 # and the process's write lock with it, then took 15-21 ms, about once in 180 commits while
 # a search was replayed from the cache (docs/benchmarks.md, "Checkpoints off the write
 # lock"). A server checkpoints on its schedule instead (`checkpoint`); a commit still does
-# for a process that runs none, once the log is this long (40 MB).
-AUTOCHECKPOINT_PAGES = 10_000
+# for a process that runs none, once the log is this long (200 MB). At 10,000 pages the
+# largest generation's parts, writing up to 24,000 pages a second, reached it between two of
+# a server's checkpoints (docs/benchmarks.md, "A log that starts again").
+AUTOCHECKPOINT_PAGES = 50_000
 
 
-def checkpoint(engine: Engine) -> None:
+def checkpoint(engine: Engine) -> bool:
     """Copy SQLite's write-ahead log into the database as far as no reader still needs it,
     waiting for no lock (a passive checkpoint), on a connection of the pool outside any
-    transaction and outside the write lock; writers go on meanwhile. Nothing elsewhere."""
+    transaction; writers go on meanwhile. Whether it copied the whole log: only then does
+    the next writer start the log again from its beginning. Nothing elsewhere (True)."""
     if engine.dialect.name != "sqlite":
-        return
+        return True
     connection = engine.raw_connection()
     try:
-        connection.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").close()
+        cursor = connection.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        busy, frames, copied = cursor.fetchone()
+        cursor.close()
     finally:
         connection.close()
+    return not busy and copied == frames
 
 
 def _sqlite_begin(connection) -> None:  # noqa: ANN001 - SQLAlchemy Connection

@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from server.app.factory import create_app
 from server.settings import Settings
+from server.store import store as store_module
 from server.store.store import Store
 
 PAGE = 4096
@@ -20,9 +21,13 @@ PAGE = 4096
 PAGES = 1_500
 
 
-def _fill(store: Store, pages: int = PAGES, per_commit: int = 250) -> None:
+def _create(store: Store) -> None:
     with store.write() as session:
         session.execute(text("CREATE TABLE filler (x BLOB)"))
+
+
+def _fill(store: Store, pages: int = PAGES, per_commit: int = 250) -> None:
+    """`pages` pages of rows into the table `_create` made."""
     for _ in range(pages // per_commit):
         with store.write() as session:
             session.execute(
@@ -41,6 +46,7 @@ def test_a_commit_leaves_the_log_to_be_checkpointed_on_the_schedule(tmp_path):
     path = tmp_path / "c.db"
     store = Store(Settings(database_url=f"sqlite:///{path}", auth=False))
     try:
+        _create(store)
         _fill(store)
         # A commit that checkpointed the log would have started it again after the copy.
         assert _log_frames(path) >= PAGES
@@ -53,9 +59,45 @@ def test_a_running_server_copies_the_log_into_the_database(tmp_path):
     app = create_app(Settings(database_url=f"sqlite:///{path}", auth=False))
     with TestClient(app):
         before = os.path.getsize(path)
+        _create(app.state.store)
         _fill(app.state.store)
         deadline = time.monotonic() + 10
         # Pages reach the database file only by a checkpoint, and every one of the log's.
         while os.path.getsize(path) < before + PAGES * PAGE:
             assert time.monotonic() < deadline, "the log was not copied within 10 s"
             time.sleep(0.05)
+
+
+def test_a_copy_left_short_by_others_is_finished_so_that_the_log_starts_again(
+    tmp_path, monkeypatch
+):
+    """The schedule's copy runs beside other connections: one that still reads from the log
+    (or writes to it) as the copy runs leaves part of it uncopied, and a log never copied
+    whole never starts again; it grows until a commit checkpoints it under the write lock."""
+    path = tmp_path / "r.db"
+    store = Store(Settings(database_url=f"sqlite:///{path}", auth=False))
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        _create(store)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM filler").fetchone()  # the log as it was
+        _fill(store)
+        copy = store_module.checkpoint
+        copies: list[bool] = []
+
+        def copy_beside_a_reader(engine) -> bool:  # noqa: ANN001 - an Engine
+            whole = copy(engine)
+            copies.append(whole)
+            if reader.in_transaction:
+                reader.execute("COMMIT")  # the reader is done once the copy has run
+            return whole
+
+        monkeypatch.setattr(store_module, "checkpoint", copy_beside_a_reader)
+        store.checkpoint()
+        assert copies == [False, True]  # short beside the reader, then finished
+        with store.write() as session:  # the next writer starts the log again
+            session.execute(text("INSERT INTO filler (x) VALUES (randomblob(10))"))
+        assert _log_frames(path) < 10
+    finally:
+        reader.close()
+        store.close()
