@@ -67,7 +67,7 @@ def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
 # a search was replayed from the cache (docs/benchmarks.md, "Checkpoints off the write
 # lock"). A server checkpoints on its schedule instead (`checkpoint`); a commit still does
 # for a process that runs none, once the log is this long (200 MB). At 10,000 pages the
-# largest generation's parts, writing up to 24,000 pages a second, reached it between two of
+# largest generation's parts, writing about 20,000 pages a second, reached it between two of
 # a server's checkpoints (docs/benchmarks.md, "A log that starts again").
 AUTOCHECKPOINT_PAGES = 50_000
 
