@@ -142,8 +142,9 @@ def _server_env(args: argparse.Namespace, traces: Path) -> dict[str, str] | None
 
 def part_holds(traces: Path) -> dict[str, Any]:
     """What bench/part_trace logged: the parts' holds of the write lock and their steps (ms,
-    `latency_stats`), and the five longest with the collections and checkpoints that ran
-    while each held it (start after the part took the lock, and length, ms)."""
+    `latency_stats`), the longest the write-ahead log was after a part (`log_pages_max`,
+    SQLite), and the five longest with the collections and checkpoints that ran while each
+    held it (start after the part took the lock, and length, ms)."""
     entries = [
         json.loads(line)
         for log in traces.glob("parts-*.log")
@@ -169,6 +170,9 @@ def part_holds(traces: Path) -> dict[str, Any]:
         times = {key: round(value, 2) for key, value in part.items() if key != "part"}
         longest.append({**times, "beside": beside})
     summary["longest"] = longest
+    pages = [part["log_pages"] for part in parts if "log_pages" in part]
+    if pages:
+        summary["log_pages_max"] = max(pages)
     return summary
 
 
@@ -311,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
             f"its {result['part_holds']['n']} parts held the write lock: median "
             f"{held['p50']:.1f} ms, p90 {held['p90']:.1f} ms, max {held['max']:.1f} ms"
         )
+        holds = result["part_holds"]
+        if "driver_commit_ms" in holds:
+            print(
+                f"  the driver's COMMIT in them: max {holds['driver_commit_ms']['max']:.1f} ms;"
+                f" the log at most {holds.get('log_pages_max', 0):,} pages after one"
+            )
     if args.json:
         write_json(args.json, result, indent=1)
     return 0

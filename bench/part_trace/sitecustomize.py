@@ -5,7 +5,8 @@ write transaction that writes a part of a proposal round (`server.services.searc
 with `in_parts`) is appended to `<folder>/parts-<pid>.log` as a JSON line: when it asked for
 the write lock (unix s), how long it waited for it and held it (ms), and the steps inside
 (ms): the search's row read and locked, the measurement cache's lookups, the rest of
-`enqueue` (the inserts), the commit. Full and middle collections (`what`: gc1, gc2) and
+`enqueue` (the inserts), the commit and the driver's COMMIT within it; and on SQLite the
+write-ahead log's length after it (pages). Full and middle collections (`what`: gc1, gc2) and
 the server's checkpoints (`what`: checkpoint), each with its start and length, go to the
 same log, to be laid beside the parts. Other writes are not timed. It wraps the functions
 by name once the server's modules are imported: any version of the server that has them
@@ -15,6 +16,7 @@ can be traced, the commit before a change included.
 import gc
 import json
 import os
+import sqlite3
 import sys
 import threading
 import time
@@ -77,6 +79,7 @@ def _patch_when_imported(record) -> None:  # noqa: ANN001 - the log's writer
     timed(proposals, "find_cached", "lookup")
     timed(searches, "enqueue", "enqueue")
     timed(orm_session.SessionTransaction, "commit", "commit")
+    _trace_driver_commit(steps)
 
     advance = searches.advance
 
@@ -106,12 +109,14 @@ def _patch_when_imported(record) -> None:  # noqa: ANN001 - the log's writer
             taken, steps.taken = steps.taken, None
         if taken.pop("part", None):
             taken["insert"] = taken.pop("enqueue", 0.0) - taken.get("lookup", 0.0)
+            log_pages = taken.pop("log_pages", None)
             record(
                 {
                     "part": asked,
                     "wait_ms": (held - start) * 1000,
                     "held_ms": (ended - held) * 1000,
                     **{f"{step}_ms": ms for step, ms in taken.items()},
+                    **({} if log_pages is None else {"log_pages": log_pages}),
                 }
             )
 
@@ -127,6 +132,42 @@ def _patch_when_imported(record) -> None:  # noqa: ANN001 - the log's writer
             record({"what": "checkpoint", "began": start, "ms": (time.time() - start) * 1000})
 
     store.checkpoint = traced_checkpoint
+
+
+def _trace_driver_commit(steps: threading.local) -> None:
+    """Time the driver's own COMMIT within a part's commit (`driver_commit`), and note the
+    length of SQLite's write-ahead log after it (`log_pages`, of 4 KiB and a frame header
+    each): a commit that finds the log long checkpoints it itself."""
+    from sqlalchemy.engine.default import DefaultDialect
+
+    inner = DefaultDialect.do_commit
+    logs: dict[int, str | None] = {}  # a driver connection's log file (None: no file)
+
+    def log_of(dbapi_connection) -> str | None:  # noqa: ANN001 - a DBAPI connection
+        # SQLAlchemy hands the driver's connection in its pool's wrapper
+        driver = getattr(dbapi_connection, "driver_connection", dbapi_connection)
+        key = id(driver)
+        if key not in logs:
+            path = None
+            if isinstance(driver, sqlite3.Connection):
+                rows = driver.execute("PRAGMA database_list").fetchall()
+                path = next((f"{file}-wal" for _, name, file in rows if name == "main"), None)
+            logs[key] = path or None
+        return logs[key]
+
+    def do_commit(self, dbapi_connection):  # noqa: ANN001, ANN202
+        taken = getattr(steps, "taken", None)
+        start = time.perf_counter()
+        try:
+            return inner(self, dbapi_connection)
+        finally:
+            if taken is not None:
+                taken["driver_commit"] = (time.perf_counter() - start) * 1000
+                log = log_of(dbapi_connection)
+                if log is not None and os.path.exists(log):
+                    taken["log_pages"] = os.path.getsize(log) // 4120
+
+    DefaultDialect.do_commit = do_commit
 
 
 if _folder:

@@ -72,13 +72,21 @@ def _sqlite_connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
 AUTOCHECKPOINT_PAGES = 50_000
 
 
+# A log at least this long that a checkpoint beside others copied only in part is finished
+# under the write lock, so that it starts again (`Store.checkpoint`); a shorter one is left
+# to the next checkpoints, not worth taking the lock for (16 MB).
+RESTART_AT_PAGES = 4_096
+
+
 def checkpoint(engine: Engine) -> bool:
     """Copy SQLite's write-ahead log into the database as far as no reader still needs it,
     waiting for no lock (a passive checkpoint), on a connection of the pool outside any
-    transaction; writers go on meanwhile. Whether it copied the whole log: only then does
-    the next writer start the log again from its beginning. Nothing elsewhere (True)."""
+    transaction; writers go on meanwhile. Whether it left part of a log of
+    `RESTART_AT_PAGES` or more uncopied: only a log copied whole is started again by the
+    next writer. False where it copied all of it, found another connection's checkpoint
+    under way (left to that one), or had nothing to do (not SQLite)."""
     if engine.dialect.name != "sqlite":
-        return True
+        return False
     connection = engine.raw_connection()
     try:
         cursor = connection.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
@@ -86,7 +94,7 @@ def checkpoint(engine: Engine) -> bool:
         cursor.close()
     finally:
         connection.close()
-    return not busy and copied == frames
+    return not busy and copied < frames and frames >= RESTART_AT_PAGES
 
 
 def _sqlite_begin(connection) -> None:  # noqa: ANN001 - SQLAlchemy Connection

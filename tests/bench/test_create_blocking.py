@@ -52,8 +52,12 @@ def test_a_traced_run_beside_an_idle_claimer_reports_each_part_and_its_steps(
     parts = result["part_holds"]
     # 230 proposals, at most 50 to a part (server.services.searches.ROUND_CHUNK)
     assert parts["n"] >= 5
-    for step in ("wait_ms", "held_ms", "search_row_ms", "lookup_ms", "insert_ms", "commit_ms"):
+    steps = ("wait_ms", "held_ms", "search_row_ms", "lookup_ms", "insert_ms", "commit_ms")
+    for step in (*steps, "driver_commit_ms"):
         assert 0 < parts[step]["p50"] <= parts[step]["p90"] <= parts[step]["max"], step
+    # the driver's COMMIT is inside the part's commit; each part wrote pages to the log
+    assert all(part["driver_commit_ms"] <= part["commit_ms"] for part in parts["longest"])
+    assert parts["log_pages_max"] >= 1
     held = [part["held_ms"] for part in parts["longest"]]
     assert held == sorted(held, reverse=True)
     assert held[0] == pytest.approx(parts["held_ms"]["max"], abs=0.01)

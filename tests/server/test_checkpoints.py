@@ -8,12 +8,14 @@ import os
 import sqlite3
 import time
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from server.app.factory import create_app
 from server.settings import Settings
 from server.store import store as store_module
+from server.store.database import RESTART_AT_PAGES
 from server.store.store import Store
 
 PAGE = 4096
@@ -68,12 +70,14 @@ def test_a_running_server_copies_the_log_into_the_database(tmp_path):
             time.sleep(0.05)
 
 
-def test_a_copy_left_short_by_others_is_finished_so_that_the_log_starts_again(
-    tmp_path, monkeypatch
+@pytest.mark.parametrize("pages", [RESTART_AT_PAGES + 500, PAGES])
+def test_a_long_log_copied_short_beside_others_is_finished_so_that_it_starts_again(
+    tmp_path, monkeypatch, pages
 ):
     """The schedule's copy runs beside other connections: one that still reads from the log
     (or writes to it) as the copy runs leaves part of it uncopied, and a log never copied
-    whole never starts again; it grows until a commit checkpoints it under the write lock."""
+    whole never starts again; it grows until a commit checkpoints it under the write lock.
+    A long log is finished under the write lock; a short one is left to the next copies."""
     path = tmp_path / "r.db"
     store = Store(Settings(database_url=f"sqlite:///{path}", auth=False))
     reader = sqlite3.connect(path, isolation_level=None)
@@ -81,23 +85,27 @@ def test_a_copy_left_short_by_others_is_finished_so_that_the_log_starts_again(
         _create(store)
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM filler").fetchone()  # the log as it was
-        _fill(store)
+        _fill(store, pages)
         copy = store_module.checkpoint
-        copies: list[bool] = []
+        left_short: list[bool] = []
 
         def copy_beside_a_reader(engine) -> bool:  # noqa: ANN001 - an Engine
-            whole = copy(engine)
-            copies.append(whole)
+            short = copy(engine)
+            left_short.append(short)
             if reader.in_transaction:
                 reader.execute("COMMIT")  # the reader is done once the copy has run
-            return whole
+            return short
 
         monkeypatch.setattr(store_module, "checkpoint", copy_beside_a_reader)
         store.checkpoint()
-        assert copies == [False, True]  # short beside the reader, then finished
-        with store.write() as session:  # the next writer starts the log again
+        with store.write() as session:
             session.execute(text("INSERT INTO filler (x) VALUES (randomblob(10))"))
-        assert _log_frames(path) < 10
+        if pages >= RESTART_AT_PAGES:
+            assert left_short == [True, False]  # short beside the reader, then finished
+            assert _log_frames(path) < 10  # the next writer started the log again
+        else:
+            assert left_short == [False]  # left to the next copies
+            assert _log_frames(path) >= pages
     finally:
         reader.close()
         store.close()
