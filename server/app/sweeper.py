@@ -58,9 +58,10 @@ async def requeue_on_schedule(services: Services, stop: asyncio.Event) -> None:
 
 # How often the write-ahead log is copied into the database: each checkpoint has at most this
 # long's writes to copy, and the log stays below the length at which a commit would
-# checkpoint itself (server.store.database.AUTOCHECKPOINT_PAGES): while the largest
-# generation was written the log reached 21,000 pages, and 40,000 with a checkpoint a second
-# (docs/benchmarks.md, "A log that starts again").
+# checkpoint itself (server.store.database.AUTOCHECKPOINT_PAGES): the largest generation's
+# parts added up to about 5,000 pages in a quarter second, and its log's file reached 28,000-
+# 36,000 pages; with a checkpoint a second, 40,000 (docs/benchmarks.md, "A log that starts
+# again").
 CHECKPOINT_S = 0.25
 
 
