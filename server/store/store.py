@@ -92,7 +92,7 @@ class Store:
         write lock, then, for a long log, what was written meanwhile under it, so that the
         copy is whole and the log starts again. A log only ever copied beside writers never
         starts again: under a steady stream of writes it grew to the length at which a commit
-        checkpoints it under the write lock (`AUTOCHECKPOINT_PAGES`), 19-32 ms, every half
+        checkpoints it under the write lock (`AUTOCHECKPOINT_PAGES`), 26-40 ms, every half
         second while the largest generation was written (docs/benchmarks.md, "A log that
         starts again")."""
         if checkpoint(self.db):
