@@ -42,15 +42,14 @@ def database_url(request, tmp_path: Path) -> Iterator[Callable[[str], str]]:
         yield lambda name: f"sqlite:///{tmp_path / name}"
         return
     cluster = request.getfixturevalue("postgres_cluster")
-    made: dict[str, str] = {}  # name asked -> database made
-    urls: dict[str, str] = {}
+    made: dict[str, str] = {}  # name asked -> the database made for it
 
     def url(name: str) -> str:
         if name not in made:
             stem = re.sub(r"[^a-z0-9_]+", "_", f"{request.node.name}_{name}".lower())[-40:]
             made[name] = f"t_{uuid.uuid4().hex[:8]}_{stem}"
-            urls[name] = cluster.create_database(made[name])
-        return urls[name]
+            cluster.create_database(made[name])
+        return cluster.url(made[name])
 
     yield url
     # Fixtures that opened these databases (make_client's apps) depend on this one and are
