@@ -163,6 +163,12 @@ def test_percentiles_interpolate_between_ranks() -> None:
     assert stats["p50"] == 50.5 and stats["p99"] == pytest.approx(99.01)
 
 
+def test_rounded_percentiles_never_exceed_the_largest_value() -> None:
+    # Three parts' times as bench/part_insert once saw them: p90 rounded up past the max.
+    stats = latency_stats([0.2301, 0.2383, 0.238387])
+    assert stats["p50"] <= stats["p90"] <= stats["p99"] <= stats["max"] == 0.238387
+
+
 def test_a_claims_wait_for_work_is_not_its_latency() -> None:
     # Sent at 100 s, answered 2.5 s later; its job was queued at 102.4 s: 100 ms its own.
     assert net_of_work_wait(100.0, 2500.0, 102.4) == pytest.approx(100.0)
