@@ -317,9 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         holds = result["part_holds"]
         if "driver_commit_ms" in holds:
+            log = holds.get("log_pages_max")  # SQLite's alone
             print(
-                f"  the driver's COMMIT in them: max {holds['driver_commit_ms']['max']:.1f} ms;"
-                f" the log at most {holds.get('log_pages_max', 0):,} pages after one"
+                f"  the driver's COMMIT in them: max {holds['driver_commit_ms']['max']:.1f} ms"
+                + ("" if log is None else f"; the log at most {log:,} pages after one")
             )
     if args.json:
         write_json(args.json, result, indent=1)
